@@ -1,0 +1,1 @@
+"""Built-in coding challenges: one folder per challenge (data, starter, checks, solutions)."""

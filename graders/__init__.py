@@ -1,0 +1,1 @@
+"""The grading engine: trusted supervisor, untrusted worker."""

@@ -1,0 +1,3 @@
+"""inferview: an offline, terminal-first trainer for LLM-inference engineering interviews."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""Content models and loaders for question banks and challenges."""

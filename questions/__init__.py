@@ -1,0 +1,1 @@
+"""Built-in question banks (YAML data)."""

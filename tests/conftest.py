@@ -1,0 +1,29 @@
+"""Shared test set-up: Hypothesis profiles and an isolated data folder for every test."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("dev", max_examples=30, deadline=None)
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    deadline=None,
+    database=None,
+    print_blob=True,
+    max_examples=40,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+@pytest.fixture(autouse=True)
+def inferview_home(tmp_path, monkeypatch):
+    """Every test gets its own data folder, so no test touches the user's progress."""
+    home = tmp_path / "inferview-home"
+    home.mkdir()
+    monkeypatch.setenv("INFERVIEW_HOME", str(home))
+    return home

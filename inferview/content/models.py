@@ -8,8 +8,7 @@ and the loaders validate every file against them. Built-in and user content use 
 
 from __future__ import annotations
 
-import re
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -140,7 +139,7 @@ class NumericQuestion(_QuestionBase):
     """Relative tolerance accepted, e.g. 0.05 for 5 %."""
 
 
-Question = Annotated[Union[OpenQuestion, ChoiceQuestion, NumericQuestion], Field(discriminator="kind")]
+Question = Annotated[OpenQuestion | ChoiceQuestion | NumericQuestion, Field(discriminator="kind")]
 
 
 class Topic(_Model):

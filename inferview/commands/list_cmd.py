@@ -1,0 +1,67 @@
+"""``inferview list [--topic T] [--json]``: challenges and question banks."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import click
+
+
+@click.command("list")
+@click.option("--topic", "topic", default=None, help="Only this topic (e.g. kv-cache).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def command(topic: str | None, as_json: bool) -> None:
+    """List challenges (with your status) and question banks."""
+    from inferview.content.loader import load_library
+    from inferview.store import Store
+
+    lib = load_library()
+    if topic and topic not in lib.topics:
+        raise click.UsageError(f"unknown topic {topic!r} (known: {', '.join(sorted(lib.topics))})")
+    with Store.open(backup=False) as store:
+        status = store.challenge_status()
+    challenges = [
+        {
+            "id": ch.id, "title": ch.spec.title, "topic": ch.spec.topic,
+            "difficulty": ch.spec.difficulty, "time_budget_min": ch.spec.time_budget_min,
+            "builtin": ch.builtin, "status": status.get(ch.id, {}).get("status", "new"),
+            "best_duration_s": status.get(ch.id, {}).get("best_duration_s"),
+            "backend": status.get(ch.id, {}).get("backend"),
+        }
+        for ch in sorted(lib.challenges.values(), key=lambda c: (c.spec.topic, c.id))
+        if topic is None or ch.spec.topic == topic
+    ]
+    banks = []
+    for b in lib.banks:
+        qs = [q for q in b.bank.questions if topic is None or q.topic == topic]
+        if not qs:
+            continue
+        kinds = Counter(q.kind for q in qs)
+        banks.append({"id": b.bank.bank, "title": b.bank.title, "questions": len(qs),
+                      "kinds": dict(kinds), "topics": sorted({q.topic for q in qs}),
+                      "builtin": b.builtin, "path": str(b.path)})
+    if as_json:
+        click.echo(json.dumps({"challenges": challenges, "banks": banks,
+                               "skipped": [str(e) for e in lib.errors]}, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    t = Table(title="Challenges", title_justify="left")
+    for col in ("id", "title", "topic", "difficulty", "status", "best"):
+        t.add_column(col)
+    for c in challenges:
+        best = f"{c['best_duration_s']:.1f}s ({c['backend']})" if c["best_duration_s"] is not None else ""
+        t.add_row(c["id"], c["title"], c["topic"], c["difficulty"], c["status"], best)
+    console.print(t)
+    b = Table(title="Question banks", title_justify="left")
+    for col in ("bank", "title", "questions", "kinds"):
+        b.add_column(col)
+    for bank in banks:
+        b.add_row(bank["id"], bank["title"], str(bank["questions"]),
+                  ", ".join(f"{k} {n}" for k, n in sorted(bank["kinds"].items())))
+    console.print(b)
+    if lib.errors:
+        console.print(f"[yellow]{len(lib.errors)} content problem(s) skipped; run 'inferview lint' for details.[/]")

@@ -1,0 +1,138 @@
+"""Validate content: every bank and challenge, or one file or folder.
+
+Used by ``inferview lint`` and by the content tests. Errors name file, line and field. Beyond the
+schema, lint checks what spans files: topics exist, follow-ups and linked questions exist, a
+challenge's Python files compile.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from inferview.content.loader import (
+    ContentError,
+    Library,
+    cross_reference_errors,
+    load_bank_file,
+    load_challenge_folder,
+    load_library,
+)
+from inferview.content.models import Bank, ChallengeSpec
+
+SCHEMA_DIR = Path(__file__).resolve().parent / "schema"
+SCHEMAS = {"bank.schema.json": Bank, "challenge.schema.json": ChallengeSpec}
+
+
+@dataclass
+class LintReport:
+    """What lint found."""
+
+    errors: list[ContentError] = field(default_factory=list)
+    banks: int = 0
+    questions: int = 0
+    challenges: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def _python_errors(folder: Path) -> list[ContentError]:
+    errors = []
+    for path in sorted(folder.rglob("*.py")):
+        if "wrong" in path.parts or "hostile" in path.parts:
+            continue  # wrong solutions may be broken on purpose
+        try:
+            compile(path.read_text(encoding="utf-8"), str(path), "exec")
+        except SyntaxError as exc:
+            errors.append(ContentError(path, exc.lineno, None, f"Python syntax error: {exc.msg}"))
+    return errors
+
+
+def _lint_challenge(folder: Path, lib: Library, report: LintReport) -> None:
+    ch, errors = load_challenge_folder(folder)
+    report.errors += errors
+    if ch is None:
+        return
+    report.challenges += 1
+    report.errors += _python_errors(folder)
+    for qid in ch.spec.questions:
+        if qid not in lib.questions:
+            report.errors.append(ContentError(folder / "challenge.yaml", None, "questions",
+                                              f"no question with id {qid!r}"))
+    if ch.spec.topic not in lib.topics:
+        report.errors.append(ContentError(folder / "challenge.yaml", None, "topic",
+                                          f"unknown topic {ch.spec.topic!r}"))
+
+
+def _lint_bank(path: Path, lib: Library, report: LintReport) -> None:
+    bank, errors = load_bank_file(path)
+    report.errors += errors
+    if bank is None:
+        return
+    report.banks += 1
+    report.questions += len(bank.questions)
+    topics = set(lib.topics) | {t.id for t in bank.topics}
+    ids = set(lib.questions) | {q.id for q in bank.questions}
+    for q in bank.questions:
+        if q.topic not in topics:
+            report.errors.append(ContentError(path, None, f"question {q.id}.topic", f"unknown topic {q.topic!r}"))
+        for f in q.follow_ups:
+            if f not in ids:
+                report.errors.append(ContentError(path, None, f"question {q.id}.follow_ups",
+                                                  f"no question with id {f!r}"))
+
+
+def lint(target: Path | None = None) -> LintReport:
+    """Lint all content (built-in and the user's), or one bank file, challenge or folder."""
+    report = LintReport()
+    lib = load_library()
+    if target is None:
+        report.errors += lib.errors + cross_reference_errors(lib)
+        report.banks = len(lib.banks)
+        report.questions = len(lib.questions)
+        report.challenges = len(lib.challenges)
+        for ch in lib.challenges.values():
+            report.errors += _python_errors(ch.folder)
+        return report
+    target = target.expanduser()
+    if not target.exists():
+        report.errors.append(ContentError(target, None, None, "no such file or folder"))
+    elif target.is_file() and target.name == "challenge.yaml":
+        _lint_challenge(target.parent, lib, report)
+    elif target.is_file():
+        if target.suffix not in (".yaml", ".yml"):
+            report.errors.append(ContentError(target, None, None, "not a YAML bank or challenge.yaml"))
+        else:
+            _lint_bank(target, lib, report)
+    elif (target / "challenge.yaml").is_file():
+        _lint_challenge(target, lib, report)
+    else:
+        for folder in sorted(p.parent for p in target.rglob("challenge.yaml")):
+            _lint_challenge(folder, lib, report)
+        for path in sorted(target.rglob("*.y*ml")):
+            if path.name != "challenge.yaml" and "solutions" not in path.parts and path.suffix in (".yaml", ".yml"):
+                if not any((parent / "challenge.yaml").is_file() for parent in path.parents):
+                    _lint_bank(path, lib, report)
+        if not (report.banks or report.challenges or report.errors):
+            report.errors.append(ContentError(target, None, None, "no banks or challenges found here"))
+    return report
+
+
+def render_schemas() -> dict[str, str]:
+    """The JSON Schemas generated from the models, as the text checked in under ``schema/``."""
+    return {name: json.dumps(model.model_json_schema(), indent=2, sort_keys=True) + "\n"
+            for name, model in SCHEMAS.items()}
+
+
+def write_schemas() -> list[Path]:
+    """Regenerate the checked-in JSON Schemas."""
+    SCHEMA_DIR.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in render_schemas().items():
+        path = SCHEMA_DIR / name
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written

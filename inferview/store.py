@@ -1,0 +1,471 @@
+"""The progress store: one SQLite file in the data folder that must never lose a user's progress.
+
+- WAL journal, writes in ``BEGIN IMMEDIATE`` transactions with a busy timeout, so two processes (the
+  TUI and ``inferview grade`` in another terminal) can write at once.
+- A schema version (``PRAGMA user_version``) with forward migrations; a store written by a newer
+  inferview is refused with a clear message rather than silently altered.
+- ``PRAGMA quick_check`` on open; a corrupt file is moved aside (kept, named in ``Store.notice``) and a
+  fresh store is made, so the command still works.
+- A backup through SQLite's online backup API on open (at most one a day), the last few kept.
+
+Timestamps are stored as ISO-8601 UTC text; JSON payloads (grading results, FSRS cards, mock
+sessions) as text.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from inferview import paths
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_MS = 10_000
+BACKUPS_KEPT = 5
+
+MIGRATIONS: dict[int, str] = {
+    1: """
+    CREATE TABLE question_attempts (
+        id INTEGER PRIMARY KEY,
+        question_id TEXT NOT NULL,
+        topic TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        answer TEXT NOT NULL,
+        result TEXT NOT NULL,
+        correct INTEGER,
+        rating INTEGER,
+        duration_s REAL,
+        mock_id INTEGER,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX question_attempts_topic ON question_attempts (topic, created_at);
+    CREATE INDEX question_attempts_question ON question_attempts (question_id);
+
+    CREATE TABLE cards (
+        question_id TEXT PRIMARY KEY,
+        topic TEXT NOT NULL,
+        card TEXT NOT NULL,
+        due TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE INDEX cards_due ON cards (due);
+
+    CREATE TABLE submissions (
+        id INTEGER PRIMARY KEY,
+        challenge_id TEXT NOT NULL,
+        verdict TEXT NOT NULL,
+        backend TEXT,
+        seed INTEGER,
+        duration_s REAL,
+        result TEXT NOT NULL,
+        source TEXT NOT NULL,
+        mock_id INTEGER,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX submissions_challenge ON submissions (challenge_id, created_at);
+
+    CREATE TABLE mock_sessions (
+        id INTEGER PRIMARY KEY,
+        status TEXT NOT NULL,
+        config TEXT NOT NULL,
+        state TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+
+    CREATE TABLE settings (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    """,
+}
+
+
+class StoreError(Exception):
+    """The store cannot be used (e.g. it was written by a newer inferview)."""
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware UTC."""
+    return datetime.now(timezone.utc)
+
+
+def _iso(ts: datetime) -> str:
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=timezone.utc)
+    return ts.astimezone(timezone.utc).isoformat(timespec="microseconds")
+
+
+def _parse(ts: str) -> datetime:
+    return datetime.fromisoformat(ts)
+
+
+class Store:
+    """The SQLite progress store. Open with :meth:`Store.open`; close with :meth:`close` (or use
+    it as a context manager)."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path, notice: str | None = None) -> None:
+        self._conn = conn
+        self.path = path
+        self.notice = notice
+        """A message for the user when something was repaired on open (corrupt file moved aside)."""
+
+    # ---------------------------------------------------------------- opening and maintenance
+
+    @classmethod
+    def open(cls, path: Path | str | None = None, *, backup: bool = True) -> Store:
+        """Open (creating, migrating, checking and backing up) the store at ``path``."""
+        path = Path(path) if path is not None else paths.store_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        notice = None
+        try:
+            conn = cls._connect_checked(path)
+        except sqlite3.DatabaseError as exc:
+            aside = cls._move_aside(path)
+            notice = (
+                f"The progress store {path} could not be read ({exc}); it was kept as {aside} "
+                "and a fresh store was made."
+            )
+            conn = cls._connect_checked(path)
+        store = cls(conn, path, notice)
+        store._migrate()
+        if backup:
+            store._daily_backup()
+        return store
+
+    @staticmethod
+    def _connect_checked(path: Path) -> sqlite3.Connection:
+        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                               check_same_thread=False)
+        try:
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            result = conn.execute("PRAGMA quick_check").fetchone()[0]
+            if result != "ok":
+                raise sqlite3.DatabaseError(f"quick_check: {result}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.DatabaseError:
+            conn.close()
+            raise
+        return conn
+
+    @staticmethod
+    def _move_aside(path: Path) -> Path:
+        stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
+        aside = path.with_name(f"{path.name}.corrupt-{stamp}")
+        n = 1
+        while aside.exists():
+            aside = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
+            n += 1
+        path.rename(aside)
+        for suffix in ("-wal", "-shm"):
+            side = path.with_name(path.name + suffix)
+            if side.exists():
+                side.rename(aside.with_name(aside.name + suffix))
+        return aside
+
+    def _migrate(self) -> None:
+        with self.transaction() as conn:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"The progress store {self.path} was written by a newer inferview (schema "
+                    f"{version}, this version knows {SCHEMA_VERSION}). Upgrade inferview, or set "
+                    "INFERVIEW_HOME to use another data folder; the file was left untouched."
+                )
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[target].split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {target}")
+
+    def _daily_backup(self) -> None:
+        folder = self.path.parent / "backups"
+        today = date.today().isoformat()
+        target = folder / f"{self.path.stem}-{today}.sqlite3"
+        if target.exists():
+            return
+        try:
+            self.backup(target)
+        except OSError:
+            return  # a backup that cannot be written must not stop the user from practising
+        backups = sorted(folder.glob(f"{self.path.stem}-*.sqlite3"))
+        for old in backups[:-BACKUPS_KEPT]:
+            old.unlink(missing_ok=True)
+
+    def backup(self, target: Path) -> Path:
+        """Copy the store to ``target`` with SQLite's online backup API."""
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(target.suffix + ".part")
+        dest = sqlite3.connect(tmp)
+        try:
+            self._conn.backup(dest)
+        finally:
+            dest.close()
+        shutil.move(tmp, target)
+        return target
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction (``BEGIN IMMEDIATE``): all or nothing."""
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._conn
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        else:
+            self._conn.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _rows(self, sql: str, args: tuple = ()) -> list[dict[str, Any]]:
+        return [dict(r) for r in self._conn.execute(sql, args).fetchall()]
+
+    # ---------------------------------------------------------------- question attempts
+
+    def record_question_attempt(
+        self,
+        question_id: str,
+        topic: str,
+        kind: str,
+        answer: str,
+        result: dict[str, Any],
+        correct: bool | None,
+        rating: int | None = None,
+        duration_s: float | None = None,
+        mock_id: int | None = None,
+        at: datetime | None = None,
+    ) -> int:
+        """Save one answered question (and the self-rating, if given); returns its row id."""
+        with self.transaction() as conn:
+            cur = conn.execute(
+                "INSERT INTO question_attempts (question_id, topic, kind, answer, result, correct,"
+                " rating, duration_s, mock_id, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (question_id, topic, kind, answer, json.dumps(result), None if correct is None
+                 else int(correct), rating, duration_s, mock_id, _iso(at or utcnow())),
+            )
+            return int(cur.lastrowid)
+
+    def set_attempt_rating(self, attempt_id: int, rating: int) -> None:
+        """Record the self-rating (1 Again … 4 Easy) given after seeing the grading."""
+        with self.transaction() as conn:
+            conn.execute("UPDATE question_attempts SET rating = ? WHERE id = ?", (rating, attempt_id))
+
+    def question_attempts(
+        self, topic: str | None = None, since: datetime | None = None, limit: int | None = None,
+        question_id: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Attempts, newest first, with ``result`` decoded."""
+        sql, args = "SELECT * FROM question_attempts WHERE 1=1", []
+        if topic:
+            sql += " AND topic = ?"
+            args.append(topic)
+        if question_id:
+            sql += " AND question_id = ?"
+            args.append(question_id)
+        if since:
+            sql += " AND created_at >= ?"
+            args.append(_iso(since))
+        sql += " ORDER BY created_at DESC, id DESC"
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        rows = self._rows(sql, tuple(args))
+        for r in rows:
+            r["result"] = json.loads(r["result"])
+            r["correct"] = None if r["correct"] is None else bool(r["correct"])
+        return rows
+
+    # ---------------------------------------------------------------- scheduling (FSRS cards)
+
+    def get_card(self, question_id: str) -> str | None:
+        """The FSRS card of a question as JSON, or None if it was never reviewed."""
+        row = self._conn.execute("SELECT card FROM cards WHERE question_id = ?", (question_id,)).fetchone()
+        return None if row is None else row[0]
+
+    def put_card(self, question_id: str, topic: str, card_json: str, due: datetime) -> None:
+        """Save a question's FSRS card and its next due time."""
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO cards (question_id, topic, card, due, updated_at) VALUES (?,?,?,?,?)"
+                " ON CONFLICT(question_id) DO UPDATE SET topic=excluded.topic, card=excluded.card,"
+                " due=excluded.due, updated_at=excluded.updated_at",
+                (question_id, topic, card_json, _iso(due), _iso(utcnow())),
+            )
+
+    def due_question_ids(self, now: datetime | None = None, topic: str | None = None) -> list[str]:
+        """Ids of reviewed questions due at ``now``, most overdue first."""
+        sql, args = "SELECT question_id FROM cards WHERE due <= ?", [_iso(now or utcnow())]
+        if topic:
+            sql += " AND topic = ?"
+            args.append(topic)
+        sql += " ORDER BY due"
+        return [r[0] for r in self._conn.execute(sql, tuple(args)).fetchall()]
+
+    def cards(self, topic: str | None = None) -> list[dict[str, Any]]:
+        """Every card row (question_id, topic, card JSON, due)."""
+        if topic:
+            return self._rows("SELECT * FROM cards WHERE topic = ?", (topic,))
+        return self._rows("SELECT * FROM cards")
+
+    # ---------------------------------------------------------------- challenge submissions
+
+    def record_submission(
+        self, challenge_id: str, result: dict[str, Any], source: str, mock_id: int | None = None,
+        at: datetime | None = None,
+    ) -> int:
+        """Save one grading run: the whole result object and the graded source."""
+        with self.transaction() as conn:
+            cur = conn.execute(
+                "INSERT INTO submissions (challenge_id, verdict, backend, seed, duration_s, result,"
+                " source, mock_id, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
+                (challenge_id, str(result.get("verdict", "error")), result.get("backend"),
+                 result.get("seed"), result.get("duration_s"), json.dumps(result), source, mock_id,
+                 _iso(at or utcnow())),
+            )
+            return int(cur.lastrowid)
+
+    def submissions(self, challenge_id: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """Submissions, newest first, with ``result`` decoded."""
+        sql, args = "SELECT * FROM submissions", ()
+        if challenge_id:
+            sql, args = sql + " WHERE challenge_id = ?", (challenge_id,)
+        sql += " ORDER BY created_at DESC, id DESC"
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        rows = self._rows(sql, args)
+        for r in rows:
+            r["result"] = json.loads(r["result"])
+        return rows
+
+    def challenge_status(self) -> dict[str, dict[str, Any]]:
+        """Per challenge: status (failed / passed), best passing duration, its backend, attempts,
+        last attempt time. Challenges never attempted are absent (status "new")."""
+        out: dict[str, dict[str, Any]] = {}
+        for r in self._rows(
+            "SELECT challenge_id, verdict, backend, duration_s, created_at FROM submissions ORDER BY created_at"
+        ):
+            s = out.setdefault(r["challenge_id"], {"status": "failed", "best_duration_s": None,
+                                                   "backend": None, "attempts": 0, "last_at": None})
+            s["attempts"] += 1
+            s["last_at"] = r["created_at"]
+            if r["verdict"] == "passed":
+                s["status"] = "passed"
+                if s["best_duration_s"] is None or (r["duration_s"] or 0) < s["best_duration_s"]:
+                    s["best_duration_s"] = r["duration_s"]
+                    s["backend"] = r["backend"]
+            elif s["status"] != "passed":
+                s["backend"] = r["backend"]
+        return out
+
+    # ---------------------------------------------------------------- mock interviews
+
+    def create_mock(self, config: dict[str, Any], state: dict[str, Any] | None = None) -> int:
+        """Start a mock-interview session; returns its id."""
+        now = _iso(utcnow())
+        with self.transaction() as conn:
+            cur = conn.execute(
+                "INSERT INTO mock_sessions (status, config, state, created_at, updated_at)"
+                " VALUES ('running', ?, ?, ?, ?)",
+                (json.dumps(config), json.dumps(state or {}), now, now),
+            )
+            return int(cur.lastrowid)
+
+    def update_mock(self, mock_id: int, state: dict[str, Any], status: str) -> None:
+        """Save a session's state and status (running / paused / finished)."""
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE mock_sessions SET state = ?, status = ?, updated_at = ? WHERE id = ?",
+                (json.dumps(state), status, _iso(utcnow()), mock_id),
+            )
+
+    def get_mock(self, mock_id: int) -> dict[str, Any] | None:
+        """One session with ``config`` and ``state`` decoded, or None."""
+        rows = self._rows("SELECT * FROM mock_sessions WHERE id = ?", (mock_id,))
+        if not rows:
+            return None
+        r = rows[0]
+        r["config"], r["state"] = json.loads(r["config"]), json.loads(r["state"])
+        return r
+
+    def list_mocks(self) -> list[dict[str, Any]]:
+        """Every session, newest first, decoded."""
+        rows = self._rows("SELECT * FROM mock_sessions ORDER BY created_at DESC, id DESC")
+        for r in rows:
+            r["config"], r["state"] = json.loads(r["config"]), json.loads(r["state"])
+        return rows
+
+    # ---------------------------------------------------------------- settings
+
+    def get_setting(self, key: str, default: Any = None) -> Any:
+        """A JSON-decoded setting, or ``default``."""
+        row = self._conn.execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
+        return default if row is None else json.loads(row[0])
+
+    def set_setting(self, key: str, value: Any) -> None:
+        """Save a JSON-encodable setting."""
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, json.dumps(value)),
+            )
+
+    # ---------------------------------------------------------------- summaries
+
+    def streak(self, today: date | None = None) -> int:
+        """Consecutive days, ending today (or yesterday), with at least one attempt or submission."""
+        days = {
+            _parse(r[0]).astimezone().date()
+            for r in self._conn.execute(
+                "SELECT created_at FROM question_attempts UNION ALL SELECT created_at FROM submissions"
+            ).fetchall()
+        }
+        day = today or date.today()
+        if day not in days:
+            day -= timedelta(days=1)
+        n = 0
+        while day in days:
+            n += 1
+            day -= timedelta(days=1)
+        return n
+
+    def summary(self) -> dict[str, Any]:
+        """Counts for ``inferview stats``: attempts and accuracy per topic, challenges, mocks."""
+        topics: dict[str, dict[str, Any]] = {}
+        for r in self._rows(
+            "SELECT topic, COUNT(*) AS attempts, SUM(correct = 1) AS correct,"
+            " SUM(correct IS NOT NULL) AS graded FROM question_attempts GROUP BY topic ORDER BY topic"
+        ):
+            graded = r["graded"] or 0
+            topics[r["topic"]] = {
+                "attempts": r["attempts"],
+                "correct": r["correct"] or 0,
+                "accuracy": (r["correct"] or 0) / graded if graded else None,
+            }
+        return {
+            "topics": topics,
+            "challenges": self.challenge_status(),
+            "reviews_due": len(self.due_question_ids()),
+            "streak_days": self.streak(),
+            "mock_sessions": [
+                {"id": m["id"], "status": m["status"], "created_at": m["created_at"],
+                 "score": m["state"].get("report", {}).get("score") if isinstance(m["state"], dict) else None}
+                for m in self.list_mocks()
+            ],
+        }

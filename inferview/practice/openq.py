@@ -1,0 +1,259 @@
+"""Grading free-text answers by key points and misconceptions, with phrase matching.
+
+The matching rules below are a published contract: question-bank authors write ``phrases`` against
+them, and ``tests/test_question_banks.py`` checks every open question's own model answer with them.
+
+Normalisation (applied identically to the answer and to every phrase)
+    1. Lower-case; curly apostrophes become ``'``; hyphens and slashes split words
+       ("KV-cache" -> "kv cache", "bits/byte" -> "bits byte").
+    2. Words are runs of letters and digits; other punctuation is ignored. A decimal number keeps
+       its point ("1.5"). An apostrophe inside a word is kept ("isn't"); a trailing possessive
+       "'s" is dropped ("model's" -> "model").
+    3. Each word is reduced by a light stemmer (``stem``). Words of three characters or fewer and
+       words that contain a digit ("fp16", "4096", "2") are kept intact. Otherwise, repeatedly until
+       nothing changes:
+         - "ies"/"ied" -> "y"  (entries -> entry, applied -> apply)
+         - "sses" -> "ss"; words ending in "ss", "us" or "is" keep their "s"
+         - a final "s" is dropped (caches -> cache)
+         - "ed" is dropped when a vowel remains before it and at least 3 letters remain
+           ("eed" words keep it: need, speed); "used" -> "use"
+         - "ing" is dropped when a vowel remains before it and at least 3 letters remain
+           (string, thing and being stay whole)
+         - after "ed"/"ing" a doubled final consonant other than l, s, z is undoubled
+           (running -> run, embedding -> embed)
+         - "ly" is dropped when at least 4 letters remain and the word does not end in "ply"
+           (exactly -> exact; only, apply stay)
+         - a final "e" is dropped from words of 4 letters or more (cache -> cach)
+       So "recompute", "recomputes", "recomputed", "recomputing" all become "recomput", and
+       "cache", "caches", "cached", "caching" all become "cach". There is no "-er" rule:
+       "layer" and "layers" match each other, "layer" and "lay" do not.
+
+Matching
+    A phrase of n words matches when its stemmed words occur in the answer in the same order
+    within a window of n + 3 consecutive words (so up to three extra words may sit between or
+    inside them: "stores the keys" matches "stores all of the keys"). A one-word phrase matches any
+    occurrence of that word. A key point is hit when any of its phrases matches.
+
+Negation (misconceptions only)
+    A misconception match is discarded when a negation occurs within the 3 words before the
+    match's first word. Negations: "not", "no", "never", "without", "neither", "nor", "cannot",
+    any contraction ending in "n't" ("isn't", "doesn't", "don't", "can't", ...), and the two-word
+    negations "rather than" and "instead of" (counted when their last word lies in those 3 words).
+    A misconception is flagged when at least one of its phrases has a match that is not discarded.
+    Key points ignore negation.
+
+Score
+    ``score = hits / number of key points - 0.25 * flagged misconceptions``, clipped to [0, 1].
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from inferview.content.models import KeyPoint, Misconception, OpenQuestion
+
+WINDOW_SLACK = 3
+"""Extra words allowed inside a phrase's window: a phrase of n words matches within n + 3 words."""
+NEGATION_LOOKBACK = 3
+"""How many words before a misconception match are searched for a negation."""
+FLAG_PENALTY = 0.25
+"""Score subtracted per flagged misconception."""
+
+NEGATIONS: frozenset[str] = frozenset({"not", "no", "never", "without", "neither", "nor", "cannot"})
+"""Single-word negations (any word ending in "n't" is one too)."""
+NEGATION_PAIRS: tuple[tuple[str, str], ...] = (("rather", "than"), ("instead", "of"))
+"""Two-word negations."""
+
+_TOKEN = re.compile(r"\d+(?:\.\d+)+|[a-z0-9]+(?:'[a-z]+)*")
+_VOWELS = set("aeiouy")
+
+
+def tokenize(text: str) -> list[str]:
+    """Split text into lower-case words (rules 1 and 2 of the module docstring), not stemmed."""
+    text = text.lower().replace("\u2019", "'").replace("\u2018", "'")
+    text = re.sub(r"[-/\u2010-\u2015]", " ", text)
+    words = []
+    for w in _TOKEN.findall(text):
+        if w.endswith("'s"):
+            w = w[:-2]
+        if w:
+            words.append(w)
+    return words
+
+
+def _has_vowel(s: str) -> bool:
+    return any(c in _VOWELS for c in s)
+
+
+def _undouble(s: str) -> str:
+    if len(s) >= 4 and s[-1] == s[-2] and s[-1] not in "lsz" and s[-1] not in _VOWELS:
+        return s[:-1]
+    return s
+
+
+def _step(w: str) -> str:
+    if w.endswith(("ies", "ied")) and len(w) > 4:
+        return w[:-3] + "y"
+    if w.endswith("sses"):
+        return w[:-2]
+    if w.endswith(("ss", "us", "is")):
+        return w
+    if w.endswith("s"):
+        return w[:-1]
+    if w.endswith("eed"):
+        return w
+    if w.endswith("ed"):
+        base = w[:-2]
+        if len(base) >= 3 and _has_vowel(base):
+            return _undouble(base)
+        if len(base) < 3 and w[:-1].endswith("e") and _has_vowel(base):
+            return w[:-1]  # used -> use
+        return w
+    if w.endswith("ing"):
+        base = w[:-3]
+        if len(base) >= 3 and _has_vowel(base):
+            return _undouble(base)
+        return w
+    if w.endswith("ly") and not w.endswith("ply") and len(w) - 2 >= 4:
+        return w[:-2]
+    if w.endswith("e") and len(w) >= 4:
+        return w[:-1]
+    return w
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """Reduce one lower-case word by the light stemmer (rule 3 of the module docstring)."""
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    while True:
+        nxt = _step(word)
+        if nxt == word or len(nxt) < 3:
+            return word
+        word = nxt
+
+
+def normalize(text: str) -> list[str]:
+    """Tokenize and stem: the word sequence that phrases are matched against."""
+    return [stem(w) for w in tokenize(text)]
+
+
+@dataclass(frozen=True)
+class Match:
+    """Where a phrase matched: word indices ``start``..``end`` (inclusive) of the answer."""
+
+    phrase: str
+    start: int
+    end: int
+
+
+def _matches(pwords: Sequence[str], words: Sequence[str]) -> list[tuple[int, int]]:
+    """Every (start, end) where ``pwords`` occur in order within len(pwords) + 3 words."""
+    n = len(pwords)
+    if n == 0:
+        return []
+    window = n + WINDOW_SLACK
+    out = []
+    for i, w in enumerate(words):
+        if w != pwords[0]:
+            continue
+        j, k = i, 1
+        limit = min(len(words), i + window)
+        while k < n:
+            j += 1
+            while j < limit and words[j] != pwords[k]:
+                j += 1
+            if j >= limit:
+                break
+            k += 1
+        if k == n:
+            out.append((i, j))
+    return out
+
+
+def find_phrase(phrase: str, text: str) -> Match | None:
+    """The first match of ``phrase`` in ``text``, or None (negation is not considered)."""
+    hits = _matches(normalize(phrase), normalize(text))
+    return Match(phrase, *hits[0]) if hits else None
+
+
+def _negated(raw: Sequence[str], start: int) -> bool:
+    lo = max(0, start - NEGATION_LOOKBACK)
+    for idx in range(lo, start):
+        w = raw[idx]
+        if w in NEGATIONS or w.endswith("n't"):
+            return True
+        for first, second in NEGATION_PAIRS:
+            if w == second and idx > 0 and raw[idx - 1] == first:
+                return True
+    return False
+
+
+@dataclass(frozen=True)
+class OpenGrade:
+    """The outcome of grading one free-text answer."""
+
+    hits: list[KeyPoint] = field(default_factory=list)
+    """Key points the answer contains."""
+    missed: list[KeyPoint] = field(default_factory=list)
+    """Key points the answer lacks."""
+    flagged: list[Misconception] = field(default_factory=list)
+    """Misconceptions the answer states (not negated)."""
+    matches: dict[str, Match] = field(default_factory=dict)
+    """For each hit key point or flagged claim (by its text), the match that detected it."""
+
+    @property
+    def score(self) -> float:
+        """Fraction of key points hit, minus 0.25 per flagged misconception, clipped to [0, 1]."""
+        total = len(self.hits) + len(self.missed)
+        base = len(self.hits) / total if total else 1.0
+        return max(0.0, min(1.0, base - FLAG_PENALTY * len(self.flagged)))
+
+
+def detect_point(point: KeyPoint, text: str) -> Match | None:
+    """The first match of any of the key point's phrases in ``text``."""
+    words = normalize(text)
+    for phrase in point.phrases:
+        hits = _matches(normalize(phrase), words)
+        if hits:
+            return Match(phrase, *hits[0])
+    return None
+
+
+def detect_misconception(mis: Misconception, text: str) -> Match | None:
+    """The first non-negated match of any of the misconception's phrases in ``text``."""
+    raw = tokenize(text)
+    words = [stem(w) for w in raw]
+    for phrase in mis.phrases:
+        for start, end in _matches(normalize(phrase), words):
+            if not _negated(raw, start):
+                return Match(phrase, start, end)
+    return None
+
+
+def grade_open(
+    key_points: Sequence[KeyPoint] | OpenQuestion,
+    answer: str,
+    misconceptions: Sequence[Misconception] = (),
+) -> OpenGrade:
+    """Grade ``answer`` against key points and misconceptions (or an ``OpenQuestion``'s own)."""
+    if isinstance(key_points, OpenQuestion):
+        misconceptions = key_points.misconceptions
+        key_points = key_points.key_points
+    hits, missed, flagged, matches = [], [], [], {}
+    for kp in key_points:
+        m = detect_point(kp, answer)
+        if m is None:
+            missed.append(kp)
+        else:
+            hits.append(kp)
+            matches[kp.point] = m
+    for mis in misconceptions:
+        m = detect_misconception(mis, answer)
+        if m is not None:
+            flagged.append(mis)
+            matches[mis.claim] = m
+    return OpenGrade(hits=hits, missed=missed, flagged=flagged, matches=matches)

@@ -1,0 +1,105 @@
+"""Phrase matching for open questions: the published semantics of inferview.practice.openq."""
+
+from __future__ import annotations
+
+import pytest
+
+from inferview.content.models import KeyPoint, Misconception, OpenQuestion
+from inferview.practice.openq import find_phrase, grade_open, normalize, stem, tokenize
+
+
+@pytest.mark.parametrize(
+    "words, same",
+    [
+        (["recompute", "recomputes", "recomputed", "recomputing", "Recomputes"], True),
+        (["cache", "caches", "cached", "caching"], True),
+        (["layer", "layers"], True),
+        (["entry", "entries"], True),
+        (["run", "running", "runs"], True),
+        (["use", "used", "uses"], True),
+        (["exact", "exactly"], True),
+        (["need", "needs"], True),
+        (["layer", "lay"], False),
+        (["fp16", "fp8"], False),
+    ],
+)
+def test_stemmer_groups(words, same):
+    stems = {stem(w.lower()) for w in words}
+    assert (len(stems) == 1) is same, stems
+
+
+def test_short_words_and_numbers_are_intact():
+    assert stem("kv") == "kv"
+    assert stem("gqa") == "gqa"
+    assert stem("4096") == "4096"
+    assert stem("int4s") == "int4s"
+    assert stem("string") == "string"
+
+
+def test_tokenize_splits_hyphens_slashes_and_drops_punctuation():
+    assert tokenize("KV-cache, bits/byte; the model's 1.5x!") == [
+        "kv", "cache", "bits", "byte", "the", "model", "1.5", "x",
+    ]
+    assert tokenize("it isn’t") == ["it", "isn't"]
+
+
+def test_phrase_window_is_len_plus_three():
+    assert find_phrase("stores the keys", "it stores all of the keys") is not None
+    # 4 extra words inside a 3-word phrase is too far
+    assert find_phrase("stores the keys", "it stores all of the many old keys") is None
+    # order matters
+    assert find_phrase("keys values", "values and keys") is None
+    assert find_phrase("key value", "Keys and values") is not None
+    assert find_phrase("kv cache", "the KV-cache grows") is not None
+
+
+def _q(**kw) -> OpenQuestion:
+    base = dict(
+        id="t-q", topic="kv-cache", prompt="Why cache?", answer="Because.", source="test",
+        key_points=[KeyPoint(point="avoids recomputation", phrases=["recompute keys", "avoid recomputing"])],
+        misconceptions=[
+            Misconception(claim="flash attention approximates", phrases=["approximates attention"],
+                          correction="It is exact."),
+        ],
+    )
+    base.update(kw)
+    return OpenQuestion(**base)
+
+
+def test_key_points_hit_and_missed():
+    q = _q()
+    g = grade_open(q, "Without it we'd recompute all past keys every step.")
+    assert [k.point for k in g.hits] == ["avoids recomputation"]
+    assert g.missed == [] and g.flagged == []
+    assert g.score == 1.0
+    g = grade_open(q, "It makes things faster.")
+    assert g.hits == [] and len(g.missed) == 1 and g.score == 0.0
+
+
+@pytest.mark.parametrize(
+    "text, flagged",
+    [
+        ("Flash attention approximates attention to save memory.", True),
+        ("It approximated attention.", True),
+        ("It does not approximate attention; it is exact.", False),
+        ("It never approximates attention.", False),
+        ("It computes exact results rather than approximating attention.", False),
+        ("It tiles instead of approximating attention.", False),
+        ("It doesn't approximate attention.", False),
+        # negation more than 3 words before the match does not count
+        ("Not at all slow, and it simply approximates attention.", True),
+    ],
+)
+def test_misconception_negation(text, flagged):
+    g = grade_open(_q(), text)
+    assert bool(g.flagged) is flagged
+
+
+def test_flag_lowers_score():
+    g = grade_open(_q(), "We avoid recomputing keys, and it approximates attention.")
+    assert len(g.hits) == 1 and len(g.flagged) == 1
+    assert g.score == pytest.approx(0.75)
+
+
+def test_normalize_is_applied_to_phrases_too():
+    assert normalize("Caching KV-Values") == normalize("cached kv values")

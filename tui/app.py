@@ -1,0 +1,118 @@
+"""The inferview Textual app: a thin shell of screens, bindings and styles.
+
+Each screen lives in its own module under ``inferview.tui.screens`` and is imported when first
+shown, so start-up loads only Home. The UI process never imports torch: grading runs in a separate
+service behind ``inferview.graders.client``. Build the app with :func:`create_app` (tests reuse it
+with an isolated store, a prepared library, a fake grading client and a fixed clock).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from inferview.tui.services import Services, utc_now
+from textual.app import App
+from textual.binding import Binding
+from textual.screen import Screen
+
+
+@dataclass(frozen=True)
+class InitialChallenge:
+    """Open the app straight on one challenge (``inferview challenge ID [--file PATH]``)."""
+
+    challenge_id: str
+    file: Path | None = None
+    """Edit this file instead of the workspace's ``solution.py``."""
+
+
+def _lazy(module: str, name: str) -> Callable[[], Screen]:
+    """A screen factory that imports the screen's module only when the screen is first shown."""
+
+    def make() -> Screen:
+        return getattr(importlib.import_module(f"inferview.tui.screens.{module}"), name)()
+
+    return make
+
+
+class InferviewApp(App[None]):
+    """Home, practice, challenges, calculator, stats and help."""
+
+    TITLE = "inferview"
+    CSS_PATH = ["app.tcss", "home.tcss", "practice.tcss", "challenge.tcss", "calculator.tcss", "stats.tcss"]
+    SCREENS = {
+        "help": _lazy("help", "HelpScreen"),
+        "challenges": _lazy("challenges", "ChallengesScreen"),
+        "calculator": _lazy("calculator", "CalculatorScreen"),
+        "stats": _lazy("stats", "StatsScreen"),
+    }
+    BINDINGS = [
+        Binding("ctrl+q", "quit", "Quit", priority=True),
+        Binding("question_mark,f1", "help", "Help", key_display="?"),
+    ]
+    ENABLE_COMMAND_PALETTE = False
+
+    def __init__(self, services: Services | None = None, initial: InitialChallenge | None = None) -> None:
+        super().__init__()
+        self.services = services or Services()
+        self.initial = initial
+
+    def get_default_screen(self) -> Screen:
+        from inferview.tui.screens.home import HomeScreen
+
+        return HomeScreen()
+
+    def on_mount(self) -> None:
+        if self.initial is not None:
+            self.open_challenge(self.initial.challenge_id, self.initial.file)
+
+    def action_help(self) -> None:
+        """Show the help screen (unless it is already showing)."""
+        from inferview.tui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen("help")
+
+    def open_challenge(self, challenge_id: str, file: Path | None = None) -> None:
+        """Push the challenge screen for one challenge."""
+        from inferview.tui.screens.challenge import ChallengeScreen
+
+        self.push_screen(ChallengeScreen(challenge_id, file=file))
+
+    def start_practice(self, topic: str | None) -> None:
+        """Push a practice session on one topic, or on every topic when ``topic`` is None."""
+        from inferview.tui.screens.practice import PracticeScreen
+
+        self.push_screen(PracticeScreen(topic))
+
+    def on_unmount(self) -> None:
+        self.services.close()
+
+
+def create_app(
+    *,
+    store_path: Path | None = None,
+    library: Any = None,
+    grading_client: Any = None,
+    clock: Callable[[], datetime] | None = None,
+    editor_command: str | None = None,
+    initial: InitialChallenge | None = None,
+) -> InferviewApp:
+    """Build the app; every argument is injectable so tests run isolated and deterministic."""
+    services = Services(
+        store_path=store_path,
+        library=library,
+        grading_client=grading_client,
+        clock=clock or utc_now,
+        editor_command=editor_command,
+    )
+    return InferviewApp(services, initial)
+
+
+def run_app(initial: InitialChallenge | None = None) -> None:
+    """Run the app in the terminal (the bare ``inferview`` command)."""
+    create_app(initial=initial).run()

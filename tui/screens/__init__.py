@@ -1,0 +1,1 @@
+"""One module per screen: home, practice, challenges, challenge, calculator, stats, help, dialogs."""

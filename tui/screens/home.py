@@ -1,0 +1,143 @@
+"""Home: topics with mastery bars, reviews due, streak, recent attempts, and a key to every mode."""
+
+from __future__ import annotations
+
+import importlib.util
+
+from inferview.tui.progress import TopicRow, ago, topic_rows
+from inferview.tui.widgets.bars import bar
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+
+MOCK_MODULE = "inferview.tui.screens.mock"
+
+
+class HomeScreen(Screen[None]):
+    """The first screen: where you stand, and where to go next."""
+
+    BINDINGS = [
+        Binding("p", "practice", "Practice"),
+        Binding("c", "challenges", "Challenges"),
+        Binding("m", "mock", "Mock"),
+        Binding("k", "calculator", "Calculator"),
+        Binding("s", "stats", "Stats"),
+        Binding("e", "errors", "Errors"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="home-main"):
+            with Vertical(id="topics-pane"):
+                yield DataTable(id="topics", cursor_type="row", zebra_stripes=False)
+            with Vertical(id="today-pane"):
+                yield Static(id="today")
+                yield Static(id="recent")
+        yield Static(id="notices")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "Home"
+        table = self.query_one("#topics", DataTable)
+        table.border_title = "Topics — enter to practise one"
+        table.add_column("Topic", key="topic")
+        table.add_column("Mastery", key="mastery")
+        table.add_column("Due", key="due")
+        self.query_one("#today-pane").border_title = "Today"
+        store = self.app.services.get_store()
+        if store.notice:
+            self.notify(store.notice, title="Progress store repaired", severity="warning", timeout=20)
+        self.refresh_data()
+        table.focus()
+
+    def on_screen_resume(self) -> None:
+        self.refresh_data()
+
+    def refresh_data(self) -> None:
+        """Re-read the store and the library and redraw every panel."""
+        services = self.app.services
+        library = services.get_library()
+        store = services.get_store()
+        now = services.now()
+        rows = topic_rows(library, store.cards(), store.due_question_ids(now), now)
+        self._fill_topics(rows)
+        due_total = len(store.due_question_ids(now))
+        new_total = sum(r.questions - r.reviewed for r in rows)
+        status = store.challenge_status()
+        passed = sum(1 for s in status.values() if s["status"] == "passed")
+        today = Text()
+        today.append(f"{due_total}", style="bold yellow" if due_total else "bold")
+        today.append(" reviews due\n")
+        today.append(f"{new_total}", style="bold")
+        today.append(" new questions\n")
+        today.append(f"{store.streak(now.date())}", style="bold")
+        today.append(" day streak\n")
+        today.append(f"{passed}/{len(library.challenges)}", style="bold")
+        today.append(" challenges passed")
+        self.query_one("#today", Static).update(today)
+        recent = Text("Recent\n", style="bold")
+        attempts = store.question_attempts(limit=5)
+        if not attempts:
+            recent.append("nothing yet — press p", style="dim")
+        for a in attempts:
+            mark, style = {True: ("✓", "green"), False: ("✗", "red")}.get(a["correct"], ("·", "dim"))
+            recent.append(f"{mark} ", style=style)
+            recent.append(f"{a['question_id'][:17]:<17} ")
+            recent.append(ago(a["created_at"], now) + "\n", style="dim")
+        self.query_one("#recent", Static).update(recent)
+        notices = self.query_one("#notices", Static)
+        lines = []
+        if store.notice:
+            lines.append(f"[b]Store:[/b] {store.notice}")
+        if library.errors:
+            n = len(library.errors)
+            lines.append(f"[b]{n} content problem{'s' if n != 1 else ''}[/b] — some content was skipped; press e")
+        notices.update("\n".join(lines))
+        notices.display = bool(lines)
+        self.refresh_bindings()
+
+    def _fill_topics(self, rows: list[TopicRow]) -> None:
+        table = self.query_one("#topics", DataTable)
+        keep = table.cursor_row
+        table.clear()
+        for r in rows:
+            mastery = bar(r.mastery, 8)
+            mastery.append(f" {round(r.mastery * 100):>3}%")
+            due = Text(str(r.due), style="bold yellow") if r.due else Text("·", style="dim")
+            table.add_row(Text(r.title), mastery, due, key=r.topic)
+        if rows:
+            table.move_cursor(row=min(keep, len(rows) - 1))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "errors":
+            return bool(self.app.services.get_library().errors)
+        if action == "mock":
+            return importlib.util.find_spec(MOCK_MODULE) is not None
+        return True
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.app.start_practice(str(event.row_key.value))
+
+    def action_practice(self) -> None:
+        self.app.start_practice(None)
+
+    def action_challenges(self) -> None:
+        self.app.push_screen("challenges")
+
+    def action_calculator(self) -> None:
+        self.app.push_screen("calculator")
+
+    def action_stats(self) -> None:
+        self.app.push_screen("stats")
+
+    def action_mock(self) -> None:
+        module = importlib.import_module(MOCK_MODULE)
+        self.app.push_screen(module.MockScreen())
+
+    def action_errors(self) -> None:
+        from inferview.tui.screens.dialogs import ErrorsScreen
+
+        self.app.push_screen(ErrorsScreen([str(e) for e in self.app.services.get_library().errors]))

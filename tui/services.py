@@ -1,0 +1,83 @@
+"""What the app needs from the headless engine, behind one injectable object.
+
+The screens never open the store, load the library or start the grading service themselves; they
+ask ``app.services``. Tests build the app with their own store path, a prepared library, a fake or
+real grading client and a fixed clock (``create_app``), so every test runs isolated and
+deterministic. Nothing here imports torch or textual.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+
+def utc_now() -> datetime:
+    """The current time, timezone-aware UTC (the store keeps every timestamp in UTC)."""
+    return datetime.now(timezone.utc)
+
+
+@dataclass
+class Services:
+    """Lazily opened handles to the store, the content library and the grading client."""
+
+    store_path: Path | None = None
+    """Progress store file; ``None`` means the default one under the data folder."""
+    library: Any = None
+    """A loaded ``inferview.content.loader.Library``; ``None`` loads the built-in and user content."""
+    grading_client: Any = None
+    """An ``inferview.graders.client.GradingClient`` (or anything with its methods); ``None``
+    starts the real one the first time a challenge is opened."""
+    clock: Callable[[], datetime] = utc_now
+    """Where "now" comes from (tests fix it)."""
+    editor_command: str | None = None
+    """Override of ``$VISUAL`` / ``$EDITOR`` for "open in editor"."""
+    _store: Any = field(default=None, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def get_library(self) -> Any:
+        """The content library, loaded on first use."""
+        if self.library is None:
+            from inferview.content.loader import load_library
+
+            self.library = load_library()
+        return self.library
+
+    def get_store(self) -> Any:
+        """The progress store, opened on first use (thread-safe: graders reply from workers)."""
+        with self._lock:
+            if self._store is None:
+                from inferview.store import Store
+
+                self._store = Store.open(self.store_path)
+            return self._store
+
+    def get_grader(self) -> Any:
+        """The grading client, created on first use. Creating it starts nothing heavy."""
+        with self._lock:
+            if self.grading_client is None:
+                from inferview.graders.client import GradingClient
+
+                self.grading_client = GradingClient()
+            return self.grading_client
+
+    def now(self) -> datetime:
+        """The current time from the injected clock."""
+        return self.clock()
+
+    def close(self) -> None:
+        """Close the grading service and the store (called when the app exits)."""
+        client, self.grading_client = self.grading_client, None
+        if client is not None and hasattr(client, "close"):
+            try:
+                client.close()
+            except Exception:  # noqa: BLE001 - shutting down: nothing useful to report
+                pass
+        with self._lock:
+            store, self._store = self._store, None
+        if store is not None:
+            store.close()

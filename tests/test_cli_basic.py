@@ -1,0 +1,75 @@
+"""The CLI skeleton: version, help, list, stats, and one clear line for every error."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from click.testing import CliRunner
+
+from inferview import __version__
+from inferview.cli import COMMANDS, cli
+from inferview.store import Store
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "inferview", *args], capture_output=True, text=True)
+
+
+def test_version():
+    proc = _cli("--version")
+    assert proc.returncode == 0 and __version__ in proc.stdout
+
+
+def test_help_lists_every_command():
+    result = CliRunner().invoke(cli, ["--help"])
+    assert result.exit_code == 0
+    for name in COMMANDS:
+        assert name in result.output
+
+
+def test_every_command_module_exists_and_has_help():
+    for name in COMMANDS:
+        result = CliRunner().invoke(cli, [name, "--help"])
+        assert result.exit_code == 0, f"{name}: {result.output}"
+
+
+def test_unknown_command_is_one_line_and_exit_2():
+    proc = _cli("frobnicate")
+    assert proc.returncode == 2
+    assert "No such command" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_list_json_has_challenges_and_banks():
+    data = json.loads(CliRunner().invoke(cli, ["list", "--json"]).output)
+    assert set(data) == {"challenges", "banks", "skipped"}
+
+
+def test_stats_json_reflects_the_store():
+    with Store.open() as s:
+        s.record_question_attempt("kv-why", "kv-cache", "open", "x", {}, False)
+        s.record_submission("kv-cache", {"verdict": "passed", "backend": "cpu", "duration_s": 2.0}, "src")
+    data = json.loads(CliRunner().invoke(cli, ["stats", "--json"]).output)
+    assert data["topics"]["kv-cache"] == {"attempts": 1, "correct": 0, "accuracy": 0.0}
+    assert data["challenges"]["kv-cache"]["status"] == "passed"
+
+
+def test_stats_with_a_corrupt_store_still_works_and_says_so(inferview_home):
+    (inferview_home / "progress.sqlite3").write_bytes(b"garbage" * 500)
+    proc = _cli("stats", "--json")
+    assert proc.returncode == 0
+    assert "kept as" in proc.stderr
+    json.loads(proc.stdout)
+
+
+def test_store_from_newer_version_is_one_clear_line(inferview_home):
+    import sqlite3
+
+    Store.open().close()
+    conn = sqlite3.connect(inferview_home / "progress.sqlite3")
+    conn.execute("PRAGMA user_version = 99")
+    conn.close()
+    proc = _cli("stats")
+    assert proc.returncode == 1
+    assert "newer inferview" in proc.stderr and "Traceback" not in proc.stderr

@@ -1,0 +1,66 @@
+"""`inferview lint` and the checked-in JSON Schemas."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from click.testing import CliRunner
+
+from inferview.cli import cli
+from inferview.content.lint import SCHEMA_DIR, render_schemas
+
+
+def _run(*args):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def test_shipped_content_lints_clean():
+    result = _run("lint")
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("ok:")
+
+
+def test_lint_reports_file_line_field_and_fails(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("bank: bad-bank\ntitle: Bad\nquestions:\n  - id: q-one\n    kind: open\n"
+                   "    topic: kv-cache\n    prompt: Why do we cache?\n    answer: To avoid recomputation.\n"
+                   "    source: notes\n    key_points: []\n    follow_ups: [does-not-exist]\n")
+    result = _run("lint", str(bad))
+    assert result.exit_code == 1
+    assert f"{bad}:10: questions[0] (q-one).key_points" in result.output
+
+
+def test_lint_follow_up_that_does_not_exist(tmp_path):
+    bank = tmp_path / "b.yaml"
+    bank.write_text("bank: bb\ntitle: B\nquestions:\n  - id: q-one\n    kind: choice\n    topic: kv-cache\n"
+                    "    prompt: Pick the right one\n    answer: The first one.\n    source: notes\n"
+                    "    follow_ups: [does-not-exist]\n    options:\n      - {text: a, correct: true}\n      - {text: b}\n")
+    result = _run("lint", str(bank))
+    assert result.exit_code == 1
+    assert "no question with id 'does-not-exist'" in result.output
+
+
+def test_lint_missing_path_is_an_error(tmp_path):
+    result = _run("lint", str(tmp_path / "nope"))
+    assert result.exit_code == 1 and "no such file or folder" in result.output
+
+
+def test_lint_syntax_error_exits_nonzero_in_a_real_process(tmp_path):
+    bad = tmp_path / "syntax.yaml"
+    bad.write_text("bank: x\ntitle: [unclosed\n")
+    proc = subprocess.run([sys.executable, "-m", "inferview", "lint", str(bad)], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert "YAML syntax error" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_json_schemas_are_up_to_date():
+    """Fails when the models change without regenerating the schemas."""
+    for name, text in render_schemas().items():
+        path = SCHEMA_DIR / name
+        assert path.exists() and path.read_text(encoding="utf-8") == text, (
+            f"{path.name} is out of date with inferview/content/models.py; regenerate it with "
+            "'inferview lint --write-schema' and commit the result."
+        )
+        json.loads(text)

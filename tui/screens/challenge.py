@@ -1,0 +1,390 @@
+"""One coding challenge: statement, Python editor, grading in a worker, results, hints, solution.
+
+The solution lives in a workspace file (``<workspace>/<id>/solution.py``, made from the starter the
+first time), so an external editor works too: the screen polls the file's modification time and
+reloads it, asking first when the editor holds unsaved edits. ``ctrl+r`` saves and grades in a
+thread worker through the grading client (a separate service process: no torch here); the UI stays
+live, shows a spinner and the elapsed time, and escape or ctrl+c cancels.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from inferview.tui.messages import GradingDone, GradingError, SolutionChangedOnDisk
+from inferview.tui.widgets.results import ResultsPanel, verdict_text
+from textual import work
+from textual.app import ComposeResult, SuspendNotSupported
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Markdown, Static, TabbedContent, TabPane, TextArea
+from textual.worker import get_current_worker
+
+from inferview import paths
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+POLL_S = 1.0
+PANES = ("statement", "results", "hints")
+
+
+def workspace_file(challenge_id: str, starter: str) -> Path:
+    """The workspace solution file of a challenge, created from the starter if missing."""
+    path = paths.workspace_dir() / challenge_id / "solution.py"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(starter, encoding="utf-8")
+    return path
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    """What identifies a version of the file on disk: (mtime_ns, size); None when it is gone."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
+class ChallengeScreen(Screen[None]):
+    """Write, grade and fix one challenge."""
+
+    BINDINGS = [
+        Binding("ctrl+r", "grade", "Run", priority=True),
+        Binding("escape", "cancel_grading", "Cancel", priority=True),
+        Binding("ctrl+c", "cancel_grading", "Cancel", priority=True, show=False),
+        Binding("ctrl+s", "save", "Save", priority=True),
+        Binding("ctrl+g", "hint", "Hint", priority=True),
+        Binding("ctrl+t", "switch_pane", "Pane", priority=True),
+        Binding("ctrl+o", "external_editor", "Editor", priority=True),
+        Binding("ctrl+l", "solution", "Solution", priority=True),
+        Binding("escape", "back", "Back"),
+    ]
+
+    def __init__(self, challenge_id: str, file: Path | None = None) -> None:
+        super().__init__()
+        self.challenge_id = challenge_id
+        self.grade_target = challenge_id
+        """What the grading client is given: the id, or the folder of a challenge outside the library."""
+        self.file_override = file
+        self.path: Path = Path()
+        self.grading = False
+        self._saved_text = ""
+        self._disk_stamp: tuple[int, int] | None = None
+        self._asking = False
+        self._grade_started = 0.0
+        self._spin = 0
+        self._hints_shown = 0
+        self._graded_source = ""
+
+    # ------------------------------------------------------------------ layout and set-up
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="challenge-main"):
+            with TabbedContent(id="left", initial="statement"):
+                with TabPane("Statement", id="statement"):
+                    with VerticalScroll(id="statement-scroll"):
+                        yield Markdown(id="statement-md")
+                with TabPane("Results", id="results"):
+                    yield ResultsPanel(id="results-panel")
+                with TabPane("Hints", id="hints"):
+                    with VerticalScroll(id="hints-scroll"):
+                        yield Markdown(id="hints-md")
+            with Vertical(id="right"):
+                yield TextArea.code_editor("", language="python", id="editor")
+        yield Static(id="grading-bar")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        services = self.app.services
+        self.challenge = services.get_library().challenges.get(self.challenge_id)
+        if self.challenge is None:
+            from inferview.content.loader import find_challenge
+
+            self.challenge = find_challenge(self.challenge_id, services.get_library())
+            self.grade_target = str(self.challenge.folder)
+        spec = self.challenge.spec
+        self.challenge_id = spec.id
+        self.title = spec.title
+        self.path = self.file_override or workspace_file(spec.id, self.challenge.starter_text())
+        self.sub_title = _short(self.path)
+        self.query_one("#statement-md", Markdown).update(self.challenge.statement_text())
+        store = services.get_store()
+        self._hints_shown = min(int(store.get_setting(f"hints_shown:{spec.id}", 0) or 0), len(spec.hints))
+        self._show_hints()
+        self._load_from_disk()
+        last = store.submissions(spec.id, limit=1)
+        if last:
+            self.query_one(ResultsPanel).result = last[0]["result"]
+        self._update_bar()
+        self.set_interval(POLL_S, self._poll_disk, name="watch solution file")
+        self.query_one("#editor", TextArea).focus()
+        self._prepare()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="prepare")
+    def _prepare(self) -> None:
+        """Warm the grading service for this challenge (imports torch there, not here)."""
+        client = self.app.services.get_grader()
+        prepare = getattr(client, "prepare", None)
+        if prepare is not None:
+            prepare(self.grade_target)
+
+    # ------------------------------------------------------------------ the file on disk
+
+    @property
+    def editor(self) -> TextArea:
+        return self.query_one("#editor", TextArea)
+
+    @property
+    def dirty(self) -> bool:
+        """The editor holds edits that are not on disk."""
+        return self.editor.text != self._saved_text
+
+    def _load_from_disk(self) -> None:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except OSError as exc:
+            self.notify(f"Cannot read {self.path}: {exc}", severity="error")
+            return
+        self._saved_text = text
+        self._disk_stamp = _stamp(self.path)
+        self.editor.load_text(text)
+
+    def save(self) -> bool:
+        """Write the editor to the solution file; False (and a notification) when that fails."""
+        text = self.editor.text
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            self.notify(f"Could not save {self.path}: {exc}", severity="error")
+            return False
+        self._saved_text = text
+        self._disk_stamp = _stamp(self.path)
+        return True
+
+    def _poll_disk(self) -> None:
+        stamp = _stamp(self.path)
+        if stamp is None or stamp == self._disk_stamp or self._asking:
+            return
+        self.post_message(SolutionChangedOnDisk(self.path, stamp[0]))
+
+    def on_solution_changed_on_disk(self, message: SolutionChangedOnDisk) -> None:
+        if self._asking:
+            return
+        try:
+            text = message.path.read_text(encoding="utf-8")
+        except OSError:
+            return
+        if text == self.editor.text:
+            self._saved_text = text
+            self._disk_stamp = _stamp(self.path)
+            return
+        if not self.dirty:
+            self._load_from_disk()
+            self.notify("Reloaded: the file changed on disk.")
+            return
+        from inferview.tui.screens.dialogs import ConfirmScreen
+
+        self._asking = True
+
+        def decided(choice: str | None) -> None:
+            self._asking = False
+            if choice == "reload":
+                self._load_from_disk()
+                self.notify("Reloaded the version on disk; your edits were dropped.")
+            else:
+                # keep the edits; the next save overwrites the disk version on purpose
+                self._disk_stamp = _stamp(self.path)
+                self.notify("Kept your edits; ctrl+s overwrites the file on disk.")
+
+        self.app.push_screen(
+            ConfirmScreen(
+                f"{self.path.name} changed on disk, and the editor has unsaved edits.",
+                [("reload", "Load the disk version"), ("keep", "Keep my edits")],
+                title="File changed",
+            ),
+            decided,
+        )
+
+    # ------------------------------------------------------------------ grading
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "cancel_grading":
+            return self.grading
+        if action == "back":
+            return not self.grading
+        if action == "grade":
+            return True if not self.grading else None
+        return True
+
+    def action_grade(self) -> None:
+        if self.grading:
+            return
+        if not self.save():
+            return
+        self.grading = True
+        self._graded_source = self._saved_text
+        self._grade_started = time.monotonic()
+        self._spin_timer = self.set_interval(0.1, self._update_bar, name="grading spinner")
+        self._update_bar()
+        self.refresh_bindings()
+        self._grade(self.path)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="grading")
+    def _grade(self, path: Path) -> None:
+        """Grade in a thread: the client talks to the grading service; the reply is a message."""
+        worker = get_current_worker()
+        try:
+            result = self.app.services.get_grader().grade(self.grade_target, path)
+        except Exception as exc:  # noqa: BLE001 - the service's failure is shown, never raised
+            if not worker.is_cancelled:
+                self.post_message(GradingError(self.challenge_id, f"{type(exc).__name__}: {exc}"))
+            return
+        if not worker.is_cancelled:
+            self.post_message(GradingDone(self.challenge_id, result, self._graded_source))
+
+    def _end_grading(self) -> None:
+        self.grading = False
+        timer = getattr(self, "_spin_timer", None)
+        if timer is not None:
+            timer.stop()
+        self.refresh_bindings()
+        self._update_bar()
+
+    def on_grading_done(self, message: GradingDone) -> None:
+        self._end_grading()
+        self.app.services.get_store().record_submission(self.challenge_id, message.result, message.source)
+        self.query_one(ResultsPanel).result = message.result
+        self.query_one("#left", TabbedContent).active = "results"
+        verdict = str(message.result.get("verdict", "error"))
+        self.notify(f"{verdict}", title=self.challenge.spec.title,
+                    severity="information" if verdict == "passed" else "warning")
+        self._update_bar()
+
+    def on_grading_error(self, message: GradingError) -> None:
+        self._end_grading()
+        self.notify(message.error, title="Grading service failed", severity="error", timeout=15)
+
+    def action_cancel_grading(self) -> None:
+        if not self.grading:
+            return
+        self.workers.cancel_group(self, "grading")
+        cancel = getattr(self.app.services.get_grader(), "cancel", None)
+        if cancel is not None:
+            try:
+                cancel()
+            except Exception:  # noqa: BLE001 - cancelling is best effort; the worker is dropped anyway
+                pass
+        self._end_grading()
+        self.notify("Grading cancelled.")
+
+    def _update_bar(self) -> None:
+        bar = self.query_one("#grading-bar", Static)
+        if self.grading:
+            self._spin = (self._spin + 1) % len(SPINNER)
+            elapsed = time.monotonic() - self._grade_started
+            bar.update(f" {SPINNER[self._spin]} grading {self.challenge_id}… {elapsed:4.1f} s   "
+                       "[dim]escape cancels[/dim]")
+            bar.set_class(True, "busy")
+            return
+        bar.set_class(False, "busy")
+        result = self.query_one(ResultsPanel).result
+        line = verdict_text(result) if result else "[dim]not graded yet — ctrl+r runs the tests[/dim]"
+        bar.update(line)
+
+    # ------------------------------------------------------------------ hints, solution, panes
+
+    def _show_hints(self) -> None:
+        hints = self.challenge.spec.hints
+        if self._hints_shown == 0:
+            text = f"{len(hints)} hints, from a nudge to a near-solution. ctrl+g reveals the next one."
+        else:
+            text = "\n\n".join(f"**Hint {i + 1}.** {h.text}" for i, h in enumerate(hints[: self._hints_shown]))
+            if self._hints_shown < len(hints):
+                text += f"\n\n*{len(hints) - self._hints_shown} more — ctrl+g.*"
+        self.query_one("#hints-md", Markdown).update(text)
+
+    def action_hint(self) -> None:
+        hints = self.challenge.spec.hints
+        if self._hints_shown >= len(hints):
+            self.notify("No more hints; ctrl+l shows the reference solution after an attempt.")
+        else:
+            self._hints_shown += 1
+            self.app.services.get_store().set_setting(f"hints_shown:{self.challenge_id}", self._hints_shown)
+            self._show_hints()
+        self.query_one("#left", TabbedContent).active = "hints"
+
+    def action_switch_pane(self) -> None:
+        tabs = self.query_one("#left", TabbedContent)
+        tabs.active = PANES[(PANES.index(tabs.active) + 1) % len(PANES)] if tabs.active in PANES else PANES[0]
+
+    def action_solution(self) -> None:
+        if not self.app.services.get_store().submissions(self.challenge_id, limit=1):
+            self.notify("Grade an attempt first (ctrl+r); the solution opens after one.", severity="warning")
+            return
+        files = self.challenge.solution_files("correct")
+        if not files:
+            self.notify("This challenge has no reference solution.", severity="warning")
+            return
+        from inferview.tui.screens.dialogs import ConfirmScreen, SolutionScreen
+
+        def decided(choice: str | None) -> None:
+            if choice == "show":
+                self.app.push_screen(SolutionScreen(f"Reference solution — {files[0].name}",
+                                                    files[0].read_text(encoding="utf-8")))
+
+        self.app.push_screen(
+            ConfirmScreen("Reveal the reference solution? Try the next hint first if you have one left.",
+                          [("show", "Show it"), ("cancel", "Not yet")], title="Solution"),
+            decided,
+        )
+
+    def action_external_editor(self) -> None:
+        if self.dirty and not self.save():
+            return
+        command = self.app.services.editor_command or os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+        argv = [*shlex.split(command), str(self.path)]
+        try:
+            try:
+                with self.app.suspend():
+                    subprocess.run(argv, check=False)
+            except SuspendNotSupported:
+                subprocess.run(argv, check=False, stdin=subprocess.DEVNULL, capture_output=True)
+        except OSError as exc:
+            self.notify(f"Could not run {command!r}: {exc}", severity="error")
+            return
+        self._load_from_disk()
+
+    def action_save(self) -> None:
+        if self.save():
+            self.notify(f"Saved {_short(self.path)}")
+
+    def action_back(self) -> None:
+        if self.dirty and self._disk_stamp == _stamp(self.path):
+            self.save()
+        elif self.dirty:
+            self.notify("The file changed on disk while you edited; save (ctrl+s) or reload first.",
+                        severity="warning")
+            self._poll_disk()
+            return
+        self.app.pop_screen()
+
+    @property
+    def last_result(self) -> dict[str, Any] | None:
+        """The result shown in the results panel."""
+        return self.query_one(ResultsPanel).result
+
+
+def _short(path: Path) -> str:
+    """The path with the home folder written as ``~``."""
+    try:
+        return "~/" + str(path.relative_to(Path.home()))
+    except ValueError:
+        return str(path)

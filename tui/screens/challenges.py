@@ -1,0 +1,67 @@
+"""The challenge list: status (new / failed / passed), best time and the backend it was graded on."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+
+STATUS_STYLE = {"new": "dim", "failed": "bold red", "passed": "bold green"}
+
+
+class ChallengesScreen(Screen[None]):
+    """Every challenge, built-in and the user's own; enter opens one."""
+
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back")]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield DataTable(id="challenge-table", cursor_type="row")
+        yield Static(id="challenge-summary", classes="muted")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "Challenges"
+        table = self.query_one(DataTable)
+        table.border_title = "Coding challenges — enter to open"
+        for label, key in (("Challenge", "title"), ("Level", "level"), ("Status", "status"),
+                           ("Best", "best"), ("On", "backend"), ("Tries", "tries")):
+            table.add_column(label, key=key)
+        self.refresh_data()
+        table.focus()
+
+    def on_screen_resume(self) -> None:
+        self.refresh_data()
+
+    def refresh_data(self) -> None:
+        """Re-read statuses from the store."""
+        library = self.app.services.get_library()
+        status = self.app.services.get_store().challenge_status()
+        table = self.query_one(DataTable)
+        keep = table.cursor_row
+        table.clear()
+        for cid, ch in library.challenges.items():
+            s = status.get(cid, {"status": "new", "best_duration_s": None, "backend": None, "attempts": 0})
+            best = f"{s['best_duration_s']:.1f}s" if s.get("best_duration_s") is not None else "—"
+            title = ch.spec.title if ch.builtin else f"{ch.spec.title} (yours)"
+            table.add_row(
+                Text(title),
+                Text(ch.spec.difficulty),
+                Text(s["status"], style=STATUS_STYLE.get(s["status"], "")),
+                Text(best, justify="right"),
+                Text(s.get("backend") or "—"),
+                Text(str(s.get("attempts", 0)), justify="right"),
+                key=cid,
+            )
+        if library.challenges:
+            table.move_cursor(row=min(keep, len(library.challenges) - 1))
+        passed = sum(1 for cid in library.challenges if status.get(cid, {}).get("status") == "passed")
+        summary = f" {passed} of {len(library.challenges)} passed."
+        if not library.challenges:
+            summary = " No challenges found; run `inferview lint` to see why."
+        self.query_one("#challenge-summary", Static).update(summary)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.app.open_challenge(str(event.row_key.value))

@@ -1,0 +1,143 @@
+"""Stats: reviews and accuracy over time per topic, mastery per topic, and challenge history."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from inferview.tui.progress import ago, daily_series, topic_accuracy, topic_rows
+from inferview.tui.widgets.bars import bar
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Select, TabbedContent, TabPane
+from textual_plotext import PlotextPlot
+
+DAYS = 14
+ALL = "__all__"
+TABS = ("topics", "activity", "history")
+
+
+class StatsScreen(Screen[None]):
+    """Progress over time."""
+
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("t", "next_tab", "Next tab"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with TabbedContent(id="stats-tabs", initial="topics"):
+            with TabPane("Topics", id="topics"):
+                yield DataTable(id="stats-topics", cursor_type="row")
+            with TabPane("Activity", id="activity"):
+                with Vertical():
+                    yield Select([], prompt="All topics", id="stats-topic", allow_blank=True)
+                    with Horizontal(id="stats-plots"):
+                        yield PlotextPlot(id="plot-reviews")
+                        yield PlotextPlot(id="plot-accuracy")
+            with TabPane("Challenges", id="history"):
+                yield DataTable(id="stats-history", cursor_type="row")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "Stats"
+        topics = self.query_one("#stats-topics", DataTable)
+        for label in ("Topic", "Tries", "Right", "Mastery", "Seen"):
+            topics.add_column(label, key=label.lower())
+        history = self.query_one("#stats-history", DataTable)
+        for label in ("When", "Challenge", "Verdict", "Time", "On"):
+            history.add_column(label, key=label.lower())
+        library = self.app.services.get_library()
+        select = self.query_one("#stats-topic", Select)
+        select.set_options([(library.topic_title(t), t) for t in library.topics])
+        self.refresh_data()
+        topics.focus()
+
+    def on_screen_resume(self) -> None:
+        self.refresh_data()
+
+    def refresh_data(self) -> None:
+        """Re-read the store and redraw every tab."""
+        services = self.app.services
+        library, store, now = services.get_library(), services.get_store(), services.now()
+        attempts = store.question_attempts(since=now - timedelta(days=365))
+        acc = topic_accuracy(attempts)
+        table = self.query_one("#stats-topics", DataTable)
+        table.clear()
+        for r in topic_rows(library, store.cards(), store.due_question_ids(now), now):
+            tries, graded, right = acc.get(r.topic, (0, 0, 0))
+            mastery = bar(r.mastery, 8)
+            mastery.append(f" {round(r.mastery * 100):>3}%")
+            table.add_row(
+                Text(r.title),
+                Text(str(tries), justify="right"),
+                Text(f"{round(100 * right / graded)}%" if graded else "—", justify="right"),
+                mastery,
+                Text(f"{r.reviewed}/{r.questions}", justify="right"),
+                key=r.topic,
+            )
+        history = self.query_one("#stats-history", DataTable)
+        history.clear()
+        for s in store.submissions(limit=200):
+            verdict = str(s["verdict"])
+            history.add_row(
+                Text(ago(s["created_at"], now), style="dim"),
+                Text(library.challenges[s["challenge_id"]].spec.title
+                     if s["challenge_id"] in library.challenges else s["challenge_id"]),
+                Text(verdict, style="green" if verdict == "passed" else "red"),
+                Text(f"{s['duration_s']:.1f}s" if s["duration_s"] is not None else "—", justify="right"),
+                Text(s["backend"] or "—"),
+            )
+        self._plot()
+
+    def _plot(self) -> None:
+        services = self.app.services
+        store, now = services.get_store(), services.now()
+        value = self.query_one("#stats-topic", Select).value
+        topic = value if isinstance(value, str) and value != ALL else None
+        attempts = store.question_attempts(topic=topic, since=now - timedelta(days=DAYS + 1))
+        labels, counts, accuracy = daily_series(attempts, DAYS, now.date())
+        xs = list(range(1, DAYS + 1))
+        ticks = xs[::3], labels[::3]
+
+        reviews = self.query_one("#plot-reviews", PlotextPlot)
+        plt = reviews.plt
+        plt.clear_data()
+        plt.clear_figure()
+        plt.title(f"Reviews per day (last {DAYS})")
+        plt.bar(xs, counts, marker="hd")
+        plt.xticks(*ticks)
+        top = max(counts + [1])
+        plt.ylim(0, top)
+        step = max(1, -(-top // 5))
+        plt.yticks(list(range(0, top + 1, step)))
+        reviews.refresh()
+
+        acc_plot = self.query_one("#plot-accuracy", PlotextPlot)
+        plt = acc_plot.plt
+        plt.clear_data()
+        plt.clear_figure()
+        plt.title("Accuracy per day, %")
+        pts = [(x, 100 * a) for x, a in zip(xs, accuracy, strict=True) if a is not None]
+        if pts:
+            plt.plot([p[0] for p in pts], [p[1] for p in pts], marker="braille")
+            plt.scatter([p[0] for p in pts], [p[1] for p in pts], marker="dot")
+        else:
+            plt.text("no graded answers yet", x=2, y=50, alignment="left")
+        plt.xlim(1, DAYS)
+        plt.ylim(0, 100)
+        plt.yticks([0, 25, 50, 75, 100])
+        plt.xticks(*ticks)
+        acc_plot.refresh()
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        self._plot()
+
+    def action_next_tab(self) -> None:
+        tabs = self.query_one("#stats-tabs", TabbedContent)
+        tabs.active = TABS[(TABS.index(tabs.active) + 1) % len(TABS)] if tabs.active in TABS else TABS[0]
+        pane = {"topics": "#stats-topics", "activity": "#stats-topic", "history": "#stats-history"}
+        self.query_one(pane[tabs.active]).focus()

@@ -1,0 +1,190 @@
+"""Estimators and presets against hand arithmetic and published totals."""
+
+from __future__ import annotations
+
+import pytest
+
+from inferview.reference import estimators as e
+from inferview.reference.presets import GPUS, MODELS, get_gpu, get_model
+
+
+def cfg(name: str) -> dict:
+    return get_model(name).config_copy()
+
+
+def test_llama3_70b_128k_is_40_gib():
+    # 80 layers x 8 kv heads x 128 dim x 2 (K and V) x 2 bytes x 131072 tokens
+    want = 80 * 8 * 128 * 2 * 2 * 131072
+    assert want == 42_949_672_960 == 40 * 2**30
+    assert e.kv_cache_bytes(cfg("llama-3-70b"), 131072) == want
+    assert e.kv_bytes_per_token(cfg("llama-3-70b")) == 327_680  # 320 KiB per token
+
+
+def test_mistral_beyond_window_caches_only_the_window():
+    c = cfg("mistral-7b")
+    # 32 layers x 8 kv heads x 128 x 2 x 2 bytes x min(seq, 4096)
+    per_tok = 32 * 8 * 128 * 2 * 2
+    assert e.kv_cache_bytes(c, 3000) == per_tok * 3000
+    assert e.kv_cache_bytes(c, 4096) == per_tok * 4096
+    assert e.kv_cache_bytes(c, 100_000) == per_tok * 4096 == 536_870_912
+
+
+def test_deepseek_v3_mla():
+    # 61 layers x (512 latent + 64 rope key) x 2 bytes per token
+    c = cfg("deepseek-v3")
+    assert e.kv_bytes_per_token(c) == 61 * (512 + 64) * 2 == 70_272
+    assert e.kv_cache_bytes(c, 131072) == 61 * (512 + 64) * 2 * 131072
+
+
+def test_gpt_oss_alternating_layers():
+    c = cfg("gpt-oss-120b")
+    per_layer_tok = 2 * 8 * 64 * 2
+    seq = 10_000
+    assert e.kv_cache_bytes(c, seq) == 18 * per_layer_tok * seq + 18 * per_layer_tok * 128
+
+
+def test_defaults_mha_and_head_dim():
+    c = {"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64}
+    assert e.kv_cache_bytes(c, 10, 3, "fp32") == 2 * 2 * 4 * 16 * 10 * 3 * 4
+
+
+def test_layer_types_sliding_without_window_caches_everything():
+    c = {"num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 8,
+         "layer_types": ["sliding_attention", "full_attention"], "sliding_window": None}
+    assert e.kv_cache_bytes(c, 50) == 2 * 2 * 2 * 4 * 50 * 2
+
+
+def test_qwen_use_sliding_window_false_is_honoured():
+    c = cfg("qwen2.5-72b")
+    assert e.kv_cache_bytes(c, 200_000) == 80 * 8 * 128 * 2 * 2 * 200_000
+
+
+def test_int4_rounds_up_once():
+    c = {"num_hidden_layers": 1, "num_attention_heads": 1, "hidden_size": 8,
+         "kv_lora_rank": 3, "qk_rope_head_dim": 0}
+    assert e.kv_cache_bytes(c, 1, 1, "int4") == 2  # 3 values x 4 bits = 12 bits -> 2 bytes
+    assert e.kv_cache_bytes(c, 1, 2, "int4") == 3  # 6 values -> 24 bits
+
+
+@pytest.mark.parametrize("dtype, bits", [("fp32", 32), ("fp16", 16), ("bf16", 16), ("fp8", 8),
+                                          ("int8", 8), ("int4", 4)])
+def test_dtype_bits(dtype, bits):
+    assert e.dtype_bits(dtype) == bits
+
+
+def test_unknown_dtype():
+    with pytest.raises(ValueError, match="unknown dtype"):
+        e.dtype_bits("fp6")
+
+
+def test_max_batch_exact_fit():
+    c = cfg("llama-3-8b")
+    per = e.kv_cache_bytes(c, 1000)
+    assert e.max_batch_size(c, 1000, 10 * per + 5, 5) == 10  # exact fit fits
+    assert e.max_batch_size(c, 1000, 10 * per + 4, 5) == 9
+    assert e.max_batch_size(c, 1000, 4, 5) == 0
+
+
+def test_max_batch_consistent_with_bytes_int4_odd():
+    c = {"num_hidden_layers": 1, "num_attention_heads": 1, "hidden_size": 8,
+         "kv_lora_rank": 3, "qk_rope_head_dim": 0}
+    for budget in range(0, 20):
+        b = e.max_batch_size(c, 1, budget, 0, "int4")
+        assert e.kv_cache_bytes(c, 1, b, "int4") <= budget < e.kv_cache_bytes(c, 1, b + 1, "int4")
+
+
+def test_max_context_length():
+    c = cfg("llama-3-70b")
+    w = e.weight_bytes(c)
+    gpu = GPUS["h200"].memory_bytes
+    n = e.max_context_length(c, gpu, w)
+    assert e.kv_cache_bytes(c, n) <= gpu - w < e.kv_cache_bytes(c, n + 1)
+    assert e.max_context_length(c, gpu, w, limit=8192) == 8192
+    # every Mistral layer slides: memory never binds
+    m = cfg("mistral-7b")
+    assert e.max_context_length(m, GPUS["l4"].memory_bytes, e.weight_bytes(m)) is None
+    assert e.max_context_length(c, GPUS["l4"].memory_bytes, w) == 0  # weights do not even fit
+
+
+@pytest.mark.parametrize(
+    "name, total, rel, active, include_embedding",
+    [
+        ("llama-2-7b", 6.74e9, 0.005, None, True),
+        ("llama-2-70b", 69.0e9, 0.01, None, True),
+        ("llama-3-8b", 8.03e9, 0.005, None, True),
+        ("llama-3-70b", 70.6e9, 0.005, None, True),
+        ("llama-3.1-405b", 405e9, 0.005, None, True),
+        ("mistral-7b", 7.24e9, 0.005, None, True),
+        ("qwen2.5-72b", 72.7e9, 0.005, None, True),
+        ("mixtral-8x7b", 46.7e9, 0.002, 12.9e9, True),  # Mixtral paper counts the embedding
+        ("deepseek-v3", 671e9, 0.002, 36.6e9, False),  # report: 37B, of which 0.9B output head
+        ("gpt-oss-120b", 116.83e9, 0.001, 5.13e9, False),  # model card: 116.83B / 5.13B
+    ],
+)
+def test_param_counts_match_published(name, total, rel, active, include_embedding):
+    pc = e.param_counts(cfg(name))
+    assert pc.total == pytest.approx(total, rel=rel)
+    if active is not None:
+        assert pc.active(include_embedding) == pytest.approx(active, rel=0.005)
+    else:
+        assert pc.active() == pc.total
+
+
+def test_llama2_7b_exact_count():
+    # 32 x (4 x 4096^2 attention + 3 x 4096 x 11008 MLP + 2 x 4096 norms) + 2 x 32000 x 4096 + 4096
+    assert e.param_counts(cfg("llama-2-7b")).total == 6_738_415_616
+
+
+def test_weight_bytes():
+    assert e.weight_bytes(7_000_000_001, "int4") == 3_500_000_001
+    assert e.weight_bytes(cfg("llama-2-7b"), "bf16") == 2 * 6_738_415_616
+
+
+def test_attention_flops():
+    c = cfg("llama-2-7b")
+    t = 4096
+    assert e.attention_flops(c, t, causal=False) == 32 * 4 * t * t * 128 * 32
+    assert e.attention_flops(c, t, causal=True) == 32 * 2 * 32 * 256 * t * (t + 1) // 2
+    # sliding layers only score the window
+    m = cfg("mistral-7b")
+    full = e.attention_flops({**m, "sliding_window": None}, 8192)
+    assert e.attention_flops(m, 8192) < full
+    assert e.attention_flops(m, 4096) == e.attention_flops({**m, "sliding_window": None}, 4096)
+
+
+def test_decode_intensity_dense_is_about_batch():
+    c = cfg("llama-3-8b")
+    assert e.decode_arithmetic_intensity(c, 1) == pytest.approx(1.0, rel=0.01)
+    assert e.decode_arithmetic_intensity(c, 32) == pytest.approx(32.0, rel=0.01)
+    # a long context adds KV bytes and lowers the intensity
+    assert e.decode_arithmetic_intensity(c, 32, 8192) < 32
+
+
+def test_moe_decode_touches_more_experts_with_batch():
+    c = cfg("mixtral-8x7b")
+    b1 = e.decode_step_bytes(c, 1, 0)
+    b64 = e.decode_step_bytes(c, 64, 0)
+    pc = e.param_counts(c)
+    assert b1 == pytest.approx(2 * pc.matmul)
+    assert b64 == pytest.approx(2 * (pc.matmul - pc.routed_experts_active + pc.routed_experts), rel=1e-6)
+
+
+def test_presets_have_sources_and_lookup():
+    for p in MODELS.values():
+        assert "config.json" in p.source or "paper" in p.source.lower()
+    for g in GPUS.values():
+        assert g.source and g.memory_bytes > 0 and g.bf16_flops > 1e13
+    assert get_model("Llama-3-70B").name == "llama-3-70b"
+    assert get_gpu("H100").name == "h100-sxm"
+    with pytest.raises(KeyError, match="unknown model"):
+        get_model("llama-9")
+
+
+def test_reference_package_stays_torch_free():
+    import subprocess
+    import sys
+
+    code = ("import sys; import inferview.reference.estimators, inferview.reference.presets; "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

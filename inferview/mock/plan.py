@@ -1,0 +1,176 @@
+"""Planning a mock interview: an interviewer's story, sized to the time available.
+
+Interviewers ask inference questions as a connected story rather than isolated trivia (seed:
+"LLM Inference Interview Questions — Why Inference Gets Its Own Interview Category"): start from
+"why is generation slow?", land on sequential decoding, then walk each fix — the KV cache, its memory
+cost (estimate it), GQA/MLA, quantization, flash attention, speculative decoding — and round off with
+the other levers and the "group by what they change" framing. A plan follows that order, takes the
+follow-up chains the banks define, puts a numeric estimate where an interviewer would ask for one,
+and fits one coding challenge into the time left. Plans are deterministic for a given seed.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from inferview.content.loader import Library
+from inferview.content.models import ChoiceQuestion, NumericQuestion, OpenQuestion
+
+STORY: tuple[str, ...] = (
+    "serving", "kv-cache", "attention-variants", "quantization", "flash-attention",
+    "speculative-decoding", "moe", "pruning", "distillation", "framing",
+)
+"""Topics in the order an interviewer walks them."""
+
+BUDGET_S = {"open": 240, "choice": 90, "numeric": 180}
+"""Time allotted to a question of each kind, in seconds."""
+
+NUMERIC_AFTER = {"kv-cache": "kv_cache_bytes", "attention-variants": "kv_cache_bytes", "moe": "moe_active_params",
+                 "speculative-decoding": "spec_expected_tokens", "serving": "decode_arithmetic_intensity"}
+"""Where an interviewer asks for an estimate, and which quantity."""
+
+CHALLENGE_SHARE = 0.45
+"""At most this share of the session goes to the coding challenge."""
+
+_OPENER = re.compile(r"why is generation slow|generation (is )?slow|one token at a time", re.I)
+
+
+@dataclass
+class PlanItem:
+    """One step of a mock interview."""
+
+    kind: str
+    """``question`` or ``challenge``."""
+    ref: str
+    """Question id or challenge id."""
+    topic: str
+    """Topic of the item."""
+    budget_s: int
+    """Time an interviewer would give it."""
+    seed: int = 0
+    """Seed for rendering a numeric drill (which preset and parameters)."""
+    follow_up_of: str | None = None
+    """The question this one follows up, if any."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Plan:
+    """The items of a session, in order."""
+
+    items: list[PlanItem] = field(default_factory=list)
+
+    @property
+    def total_budget_s(self) -> int:
+        return sum(i.budget_s for i in self.items)
+
+
+def _story_order(focus: str | None) -> list[str]:
+    order = list(STORY)
+    if focus and focus in order:
+        # The focus topic comes right after the opening question, and again later for a second pass.
+        order.remove(focus)
+        order.insert(0, focus)
+    return order
+
+
+def _is_seed(q: Any) -> bool:
+    return "seed-worded" in q.tags
+
+
+def _opener(lib: Library, rng: random.Random) -> OpenQuestion | None:
+    candidates = [q for q in lib.questions.values()
+                  if isinstance(q, OpenQuestion) and q.topic in ("serving", "kv-cache") and _OPENER.search(q.prompt)]
+    candidates.sort(key=lambda q: (q.topic != "serving", not _is_seed(q), q.id))
+    return candidates[0] if candidates else None
+
+
+def _pick_challenge(lib: Library, total_s: int, focus: str | None, rng: random.Random):
+    challenges = [c for c in lib.challenges.values() if c.spec.device != "cuda"]
+    if not challenges:
+        return None
+    cap = total_s * CHALLENGE_SHARE
+    fitting = [c for c in challenges if c.spec.time_budget_min * 60 <= cap]
+    pool = fitting or sorted(challenges, key=lambda c: c.spec.time_budget_min)[:1]
+    if focus:
+        focused = [c for c in pool if c.spec.topic == focus]
+        pool = focused or pool
+    # Prefer the largest challenge that fits: it is the one that says most about the candidate.
+    best = max(c.spec.time_budget_min for c in pool)
+    return rng.choice(sorted((c for c in pool if c.spec.time_budget_min == best), key=lambda c: c.id))
+
+
+def build_plan(lib: Library, minutes: float, focus: str | None = None, seed: int = 0,
+               with_challenge: bool = True) -> Plan:
+    """A story-ordered plan that fits ``minutes``: questions, follow-ups, estimates, one challenge."""
+    rng = random.Random(seed)
+    total = int(minutes * 60)
+    plan = Plan()
+    used: set[str] = set()
+
+    challenge = _pick_challenge(lib, total, focus, rng) if with_challenge else None
+    challenge_s = 0
+    if challenge is not None:
+        challenge_s = min(challenge.spec.time_budget_min * 60, int(total * CHALLENGE_SHARE))
+    left = total - challenge_s
+
+    def add(q: Any, follow_up_of: str | None = None) -> bool:
+        nonlocal left
+        cost = BUDGET_S[q.kind]
+        if q.id in used or cost > left + 30:
+            return False
+        used.add(q.id)
+        plan.items.append(PlanItem("question", q.id, q.topic, cost, rng.randrange(2**31), follow_up_of))
+        left -= cost
+        return True
+
+    opener = _opener(lib, rng)
+    if opener is not None:
+        add(opener)
+
+    order = _story_order(focus)
+    passes = [order] + ([[focus]] if focus else []) + [order]
+    for topics in passes:
+        for topic in topics:
+            if left < min(BUDGET_S.values()):
+                break
+            qs = [q for q in lib.questions.values() if q.topic == topic and q.id not in used]
+            opens = [q for q in qs if isinstance(q, OpenQuestion)]
+            seeds = [q for q in opens if _is_seed(q)] or opens
+            primary = rng.choice(seeds) if seeds else None
+            if primary is None or not add(primary):
+                choices = [q for q in qs if isinstance(q, ChoiceQuestion)]
+                if choices:
+                    add(rng.choice(choices))
+                continue
+            # Take one step down the follow-up chain, as an interviewer would.
+            for fid in primary.follow_ups:
+                nxt = lib.questions.get(fid)
+                if nxt is not None and nxt.id not in used and not isinstance(nxt, NumericQuestion):
+                    if add(nxt, follow_up_of=primary.id):
+                        break
+            quantity = NUMERIC_AFTER.get(topic)
+            if quantity:
+                drills = [q for q in lib.questions.values() if isinstance(q, NumericQuestion)
+                          and q.quantity == quantity and q.id not in used]
+                if drills:
+                    add(rng.choice(sorted(drills, key=lambda q: q.id)))
+
+    if challenge is not None:
+        item = PlanItem("challenge", challenge.id, challenge.spec.topic, challenge_s, 0)
+        # The coding exercise comes after the topic it belongs to has been discussed.
+        items = plan.items
+        first = next((i for i, it in enumerate(items) if it.topic == challenge.spec.topic), None)
+        if first is None:
+            pos = min(len(items), max(3, len(items) // 2))
+        else:
+            pos = first + 1
+            while pos < len(items) and (items[pos].topic == challenge.spec.topic or items[pos].follow_up_of):
+                pos += 1
+        plan.items.insert(pos, item)
+    return plan

@@ -1,0 +1,214 @@
+"""The mock-interview report: score per topic, time per item, what was missed, what to review.
+
+Built once, when the session ends, by grading every recorded answer with the same engine as
+practice mode. Saved in the store with the session, shown again from Home, listed in
+``inferview stats --json`` and exported with ``inferview report SESSION --md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from inferview.content.loader import Library
+from inferview.content.models import NumericQuestion
+from inferview.mock.session import MockSession
+
+REVIEW_BELOW = 0.7
+"""Questions scored below this enter the review queue."""
+CHALLENGE_WEIGHT = 2.0
+"""The coding challenge counts as this many questions in its topic's score."""
+
+
+@dataclass
+class ItemReport:
+    """How one item went."""
+
+    index: int
+    kind: str
+    ref: str
+    topic: str
+    prompt: str
+    budget_s: int
+    time_s: float | None
+    answered: bool
+    score: float
+    answer: str = ""
+    message: str = ""
+    model_answer: str = ""
+    key_points_missed: list[str] = field(default_factory=list)
+    misconceptions: list[dict[str, str]] = field(default_factory=list)
+    verdict: str | None = None
+    failing_checks: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    """The whole report."""
+
+    session_id: int | None
+    started_at: str
+    minutes: float
+    focus: str | None
+    reason: str
+    elapsed_s: float
+    score: float
+    topics: dict[str, dict[str, float]]
+    items: list[ItemReport]
+    review: list[str]
+    challenge: dict[str, Any] | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Report:
+        items = [ItemReport(**i) for i in data.get("items", [])]
+        return cls(**{**data, "items": items})
+
+    def to_markdown(self, lib: Library | None = None) -> str:
+        """The report as Markdown (``inferview report SESSION --md``)."""
+        title = (lambda t: lib.topic_title(t)) if lib else (lambda t: t)
+        out = [f"# Mock interview {self.session_id or ''}".rstrip(), ""]
+        out.append(f"- Started: {self.started_at}")
+        out.append(f"- Length: {self.minutes:g} min{f', focus: {title(self.focus)}' if self.focus else ''}")
+        out.append(f"- Ended: {self.reason} after {_mmss(self.elapsed_s)}")
+        out.append(f"- Overall score: **{100 * self.score:.0f}%**")
+        out += ["", "## Score per topic", "", "| Topic | Score | Items |", "|---|---:|---:|"]
+        for topic, s in self.topics.items():
+            out.append(f"| {title(topic)} | {100 * s['score']:.0f}% | {int(s['items'])} |")
+        out += ["", "## Items", "", "| # | Item | Topic | Time | Budget | Score |", "|---:|---|---|---:|---:|---:|"]
+        for it in self.items:
+            label = it.prompt.splitlines()[0][:70] if it.prompt else it.ref
+            time_s = _mmss(it.time_s) if it.time_s is not None else "-"
+            mark = f"{100 * it.score:.0f}%" if it.answered else "not answered"
+            out.append(f"| {it.index + 1} | {label.replace('|', '/')} | {title(it.topic)} | {time_s} | "
+                       f"{_mmss(it.budget_s)} | {mark} |")
+        if self.challenge:
+            c = self.challenge
+            out += ["", f"## Coding challenge: {c['id']}", "", f"Verdict: **{c['verdict'] or 'not graded'}**"]
+            for chk in c.get("failing_checks", []):
+                out.append(f"- ✗ {chk.get('name')}: {chk.get('message', '')}".rstrip(": "))
+                if chk.get("counterexample"):
+                    out.append(f"  - smallest failing input: `{_one_line(chk['counterexample'])}`")
+                if chk.get("hint"):
+                    out.append(f"  - hint: {chk['hint']}")
+        missed = [(it, kp) for it in self.items for kp in it.key_points_missed]
+        if missed:
+            out += ["", "## Key points missed", ""]
+            out += [f"- **{it.ref}**: {kp}" for it, kp in missed]
+        flags = [(it, m) for it in self.items for m in it.misconceptions]
+        if flags:
+            out += ["", "## Misconceptions flagged", ""]
+            out += [f"- **{it.ref}**: “{m['claim']}” — {m['correction']}" for it, m in flags]
+        if self.review:
+            out += ["", "## To review", "", "These questions are now due in your review queue:", ""]
+            out += [f"- {qid}" for qid in self.review]
+        answered = [it for it in self.items if it.kind == "question"]
+        if answered:
+            out += ["", "## Answers and model answers", ""]
+            for it in answered:
+                out += [f"### {it.index + 1}. {it.prompt.strip()}", "", "**Your answer:**", "",
+                        it.answer.strip() or "_(not answered)_", "", "**Model answer:**", "",
+                        it.model_answer.strip(), ""]
+                if it.message:
+                    out += [f"_{it.message}_", ""]
+        return "\n".join(out).rstrip() + "\n"
+
+
+def _mmss(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())[:200]
+
+
+def _grade_question(lib: Library, item, response: dict[str, Any] | None) -> ItemReport:
+    from inferview.practice import grading
+
+    q = lib.questions.get(item.ref)
+    rendered = None
+    if q is None:
+        return ItemReport(0, "question", item.ref, item.topic, f"(question {item.ref} no longer exists)",
+                          item.budget_s, None, False, 0.0)
+    if isinstance(q, NumericQuestion):
+        from inferview.practice.drills import render_drill
+
+        rendered = render_drill(q, seed=item.seed)
+    prompt = rendered.prompt if rendered is not None else q.prompt
+    model_answer = rendered.answer if rendered is not None else q.answer
+    answered = bool(response) and not response.get("skipped") and bool(
+        (response.get("text") or "").strip() or response.get("selected"))
+    rep = ItemReport(0, "question", q.id, q.topic, prompt, item.budget_s,
+                     (response or {}).get("time_s"), answered, 0.0, model_answer=model_answer,
+                     answer=_answer_text(q, response))
+    if not answered:
+        if hasattr(q, "key_points"):
+            rep.key_points_missed = [kp.point for kp in q.key_points]
+        return rep
+    result = grading.grade_answer(q, response.get("selected") if q.kind == "choice" else response.get("text", ""),
+                                  rendered=rendered)
+    rep.score = float(result.score)
+    rep.message = result.message
+    rep.key_points_missed = list(result.misses)
+    rep.misconceptions = [{"claim": f.claim, "correction": f.correction} for f in result.flagged_misconceptions]
+    return rep
+
+
+def _answer_text(q, response: dict[str, Any] | None) -> str:
+    if not response:
+        return ""
+    if q.kind == "choice":
+        return "; ".join(q.options[i].text for i in response.get("selected", []) if 0 <= i < len(q.options))
+    return response.get("text", "")
+
+
+def build_report(session: MockSession, lib: Library, session_id: int | None = None) -> Report:
+    """Grade every answer of a finished (or ended) session and assemble the report."""
+    items: list[ItemReport] = []
+    challenge = None
+    for i, item in enumerate(session.plan.items):
+        response = session.responses.get(i)
+        if item.kind == "challenge":
+            result = (response or {}).get("result")
+            checks = (result or {}).get("checks", [])
+            verdict = (result or {}).get("verdict")
+            passed = sum(c.get("status") == "passed" for c in checks)
+            score = 1.0 if verdict == "passed" else (passed / len(checks) * 0.5 if checks else 0.0)
+            failing = [c for c in checks if c.get("status") in ("failed", "error")]
+            ch = lib.challenges.get(item.ref)
+            rep = ItemReport(i, "challenge", item.ref, item.topic, ch.spec.title if ch else item.ref, item.budget_s,
+                             (response or {}).get("time_s"), result is not None, score, verdict=verdict,
+                             failing_checks=failing, message=(result or {}).get("message", ""))
+            challenge = {"id": item.ref, "verdict": verdict, "failing_checks": failing,
+                         "seed": (result or {}).get("seed"), "backend": (result or {}).get("backend")}
+        else:
+            rep = _grade_question(lib, item, response)
+            rep.index = i
+        items.append(rep)
+
+    topics: dict[str, dict[str, float]] = {}
+    weights: dict[str, float] = {}
+    for it in items:
+        w = CHALLENGE_WEIGHT if it.kind == "challenge" else 1.0
+        t = topics.setdefault(it.topic, {"score": 0.0, "items": 0})
+        t["score"] += w * it.score
+        t["items"] += 1
+        weights[it.topic] = weights.get(it.topic, 0.0) + w
+    for topic, t in topics.items():
+        t["score"] = t["score"] / weights[topic]
+    total_w = sum(weights.values())
+    overall = sum(topics[t]["score"] * weights[t] for t in topics) / total_w if total_w else 0.0
+
+    review: list[str] = []
+    for it in items:
+        if it.kind == "question" and (it.score < REVIEW_BELOW or it.misconceptions) and it.ref in lib.questions:
+            review.append(it.ref)
+    if challenge and challenge["verdict"] != "passed":
+        ch = lib.challenges.get(challenge["id"])
+        review += [q for q in (ch.spec.questions if ch else []) if q in lib.questions and q not in review]
+    return Report(session_id, session.started_at, session.minutes, session.focus,
+                  session.finished_reason or "ended early", session.elapsed_s(), overall, topics, items,
+                  review, challenge)

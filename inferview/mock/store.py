@@ -1,0 +1,65 @@
+"""Mock sessions in the progress store: start, save, resume after a restart, finish with a report."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from inferview.content.loader import Library
+from inferview.mock.report import Report, build_report
+from inferview.mock.session import MockSession
+from inferview.store import Store
+
+
+def start(store: Store, lib: Library, minutes: float, focus: str | None = None, seed: int | None = None,
+          clock: Callable[[], float] = time.monotonic) -> tuple[int, MockSession]:
+    """Plan a session, save it, and return its id with the running session."""
+    session = MockSession.new(lib, minutes, focus, seed, clock=clock)
+    mock_id = store.create_mock({"minutes": minutes, "focus": focus, "seed": session.seed}, session.to_state())
+    return mock_id, session
+
+
+def save(store: Store, mock_id: int, session: MockSession) -> None:
+    """Persist the session's state (called after every answer and on pause/quit)."""
+    state = session.to_state()
+    previous = store.get_mock(mock_id)
+    if previous and "report" in previous["state"]:
+        state["report"] = previous["state"]["report"]
+    store.update_mock(mock_id, state, session.status)
+
+
+def load(store: Store, mock_id: int, clock: Callable[[], float] = time.monotonic) -> MockSession:
+    """Restore a saved session (paused; call ``resume()``). Raises ``KeyError`` if there is none."""
+    row = store.get_mock(mock_id)
+    if row is None:
+        raise KeyError(f"no mock interview with id {mock_id}")
+    return MockSession.from_state(row["state"], clock=clock)
+
+
+def resumable(store: Store) -> list[dict]:
+    """Sessions that were paused or left running (e.g. the app was closed), newest first."""
+    return [m for m in store.list_mocks() if m["status"] in ("running", "paused")]
+
+
+def finish(store: Store, lib: Library, mock_id: int, session: MockSession) -> Report:
+    """End the session if needed, grade it, schedule the questions to review, save the report."""
+    if session.status != "finished":
+        session.end()
+    report = build_report(session, lib, mock_id)
+    from inferview.progress import schedule_reviews
+
+    schedule_reviews(store, lib, report.review)
+    state = session.to_state()
+    state["report"] = report.to_dict()
+    store.update_mock(mock_id, state, "finished")
+    return report
+
+
+def load_report(store: Store, mock_id: int) -> Report:
+    """The saved report of a finished session. Raises ``KeyError`` if there is none."""
+    row = store.get_mock(mock_id)
+    if row is None:
+        raise KeyError(f"no mock interview with id {mock_id}")
+    if "report" not in row["state"]:
+        raise KeyError(f"mock interview {mock_id} has not finished yet (status: {row['status']})")
+    return Report.from_dict(row["state"]["report"])

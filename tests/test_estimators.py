@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from inferview.reference import estimators as e
 from inferview.reference.presets import GPUS, MODELS, get_gpu, get_model
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import date, datetime, timedelta, timezone
@@ -112,6 +113,7 @@ class Store:
 
     def __init__(self, conn: sqlite3.Connection, path: Path, notice: str | None = None) -> None:
         self._conn = conn
+        self._lock = threading.RLock()  # one connection, shared by the TUI's worker threads
         self.path = path
         self.notice = notice
         """A message for the user when something was repaired on open (corrupt file moved aside)."""
@@ -216,18 +218,20 @@ class Store:
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """A write transaction (``BEGIN IMMEDIATE``): all or nothing."""
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._conn
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-        else:
-            self._conn.execute("COMMIT")
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            else:
+                self._conn.execute("COMMIT")
 
     def close(self) -> None:
         """Close the connection."""
-        self._conn.close()
+        with self._lock:
+            self._conn.close()
 
     def __enter__(self) -> Store:
         return self
@@ -236,7 +240,12 @@ class Store:
         self.close()
 
     def _rows(self, sql: str, args: tuple = ()) -> list[dict[str, Any]]:
-        return [dict(r) for r in self._conn.execute(sql, args).fetchall()]
+        with self._lock:
+            return [dict(r) for r in self._conn.execute(sql, args).fetchall()]
+
+    def _scalar_rows(self, sql: str, args: tuple = ()) -> list[Any]:
+        with self._lock:
+            return [r[0] for r in self._conn.execute(sql, args).fetchall()]
 
     # ---------------------------------------------------------------- question attempts
 
@@ -296,8 +305,8 @@ class Store:
 
     def get_card(self, question_id: str) -> str | None:
         """The FSRS card of a question as JSON, or None if it was never reviewed."""
-        row = self._conn.execute("SELECT card FROM cards WHERE question_id = ?", (question_id,)).fetchone()
-        return None if row is None else row[0]
+        rows = self._scalar_rows("SELECT card FROM cards WHERE question_id = ?", (question_id,))
+        return rows[0] if rows else None
 
     def put_card(self, question_id: str, topic: str, card_json: str, due: datetime) -> None:
         """Save a question's FSRS card and its next due time."""
@@ -316,7 +325,7 @@ class Store:
             sql += " AND topic = ?"
             args.append(topic)
         sql += " ORDER BY due"
-        return [r[0] for r in self._conn.execute(sql, tuple(args)).fetchall()]
+        return self._scalar_rows(sql, tuple(args))
 
     def cards(self, topic: str | None = None) -> list[dict[str, Any]]:
         """Every card row (question_id, topic, card JSON, due)."""
@@ -415,8 +424,8 @@ class Store:
 
     def get_setting(self, key: str, default: Any = None) -> Any:
         """A JSON-decoded setting, or ``default``."""
-        row = self._conn.execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
-        return default if row is None else json.loads(row[0])
+        rows = self._scalar_rows("SELECT value FROM settings WHERE key = ?", (key,))
+        return json.loads(rows[0]) if rows else default
 
     def set_setting(self, key: str, value: Any) -> None:
         """Save a JSON-encodable setting."""
@@ -431,10 +440,9 @@ class Store:
     def streak(self, today: date | None = None) -> int:
         """Consecutive days, ending today (or yesterday), with at least one attempt or submission."""
         days = {
-            _parse(r[0]).astimezone().date()
-            for r in self._conn.execute(
-                "SELECT created_at FROM question_attempts UNION ALL SELECT created_at FROM submissions"
-            ).fetchall()
+            _parse(ts).astimezone().date()
+            for ts in self._scalar_rows(
+                "SELECT created_at FROM question_attempts UNION ALL SELECT created_at FROM submissions")
         }
         day = today or date.today()
         if day not in days:

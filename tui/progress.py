@@ -108,10 +108,16 @@ def topic_accuracy(attempts: list[dict[str, Any]]) -> dict[str, tuple[int, int, 
     return {k: (v[0], v[1], v[2]) for k, v in out.items()}
 
 
-def ago(then: str | datetime, now: datetime) -> str:
-    """A short relative time: "just now", "5 min ago", "3 h ago", "2 d ago"."""
+def ago(then: str | datetime, now: datetime, short: bool = False) -> str:
+    """A relative time: "just now", "5 min ago", "3 h ago", "2 d ago" (short: "now", "5m", "3h",
+    "2d")."""
     ts = datetime.fromisoformat(then) if isinstance(then, str) else then
     seconds = max(0.0, (now - ts).total_seconds())
+    if short:
+        for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+            if seconds >= size:
+                return f"{int(seconds // size)}{unit}"
+        return "now"
     if seconds < 60:
         return "just now"
     if seconds < 3600:

@@ -260,7 +260,14 @@ class ChallengeScreen(Screen[None]):
 
     def on_grading_done(self, message: GradingDone) -> None:
         self._end_grading()
-        self.app.services.get_store().record_submission(self.challenge_id, message.result, message.source)
+        from inferview.progress import record_challenge_result
+
+        services = self.app.services
+        scheduled = record_challenge_result(services.get_store(), services.get_library(), self.challenge_id,
+                                            message.result, message.source)
+        if scheduled:
+            self.notify(f"{len(scheduled)} linked question{'s' if len(scheduled) != 1 else ''} "
+                        "scheduled for review.", timeout=6)
         self.query_one(ResultsPanel).result = message.result
         self.query_one("#left", TabbedContent).active = "results"
         verdict = str(message.result.get("verdict", "error"))

@@ -20,6 +20,7 @@ class HomeScreen(Screen[None]):
     """The first screen: where you stand, and where to go next."""
 
     BINDINGS = [
+        Binding("n", "next", "Next", show=False),
         Binding("p", "practice", "Practice"),
         Binding("c", "challenges", "Challenges"),
         Binding("m", "mock", "Mock"),
@@ -36,6 +37,7 @@ class HomeScreen(Screen[None]):
             with Vertical(id="today-pane"):
                 yield Static(id="today")
                 yield Static(id="recent")
+        yield Static(id="suggestion")
         yield Static(id="notices")
         yield Footer()
 
@@ -85,9 +87,14 @@ class HomeScreen(Screen[None]):
         for a in attempts:
             mark, style = {True: ("✓", "green"), False: ("✗", "red")}.get(a["correct"], ("·", "dim"))
             recent.append(f"{mark} ", style=style)
-            recent.append(f"{a['question_id'][:17]:<17} ")
-            recent.append(ago(a["created_at"], now) + "\n", style="dim")
+            recent.append(f"{a['question_id'][:16]:<16} ")
+            recent.append(ago(a["created_at"], now, short=True) + "\n", style="dim")
         self.query_one("#recent", Static).update(recent)
+        from inferview.progress import suggest_next
+
+        self.suggestion = suggest_next(store, library, now)
+        self.query_one("#suggestion", Static).update(Text.assemble(("Next: ", "bold"), self.suggestion.text,
+                                                                   (" (n)", "dim")))
         notices = self.query_one("#notices", Static)
         lines = []
         if store.notice:
@@ -120,6 +127,16 @@ class HomeScreen(Screen[None]):
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self.app.start_practice(str(event.row_key.value))
+
+    def action_next(self) -> None:
+        """Do what the suggestion says: reviews, the failed challenge, or the weakest topic."""
+        s = self.suggestion
+        if s.action == "challenge" and s.target:
+            self.app.open_challenge(s.target)
+        elif s.action == "practice" and s.target:
+            self.app.start_practice(s.target)
+        else:
+            self.app.start_practice(None)
 
     def action_practice(self) -> None:
         self.app.start_practice(None)

@@ -1,0 +1,268 @@
+"""Rendering numeric drills: a ``NumericQuestion`` template filled for one model preset and one
+choice of parameters, with the answer computed by ``inferview.reference.formulas``.
+
+Choices are deterministic: the same question id and seed give the same drill. Templates may use
+``{param}`` for any of the question's ``params`` and the placeholders listed in ``placeholders()``
+(model facts such as ``{layers}``, ``{kv_heads}``, ``{head_dim}``, GPU facts such as
+``{gpu_memory}``, and intermediate results such as ``{kv_per_token}`` and ``{weights}``), plus
+``{value}`` (the answer in a friendly unit) in the model answer. Every number in them comes from the
+presets and the reference functions.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from inferview.content.models import NumericQuestion
+from inferview.practice.numeric import Factor
+from inferview.practice.units import format_count, format_value
+from inferview.reference import estimators as est
+from inferview.reference.formulas import QUANTITIES, Quantity
+from inferview.reference.presets import MODELS, get_gpu, get_model
+
+MAX_ATTEMPTS = 64
+"""Parameter draws tried before giving up on a model (a draw may give no answer, e.g. 0 fits)."""
+
+
+class DrillError(ValueError):
+    """A template that cannot be rendered (unknown quantity, model or placeholder)."""
+
+
+@dataclass(frozen=True)
+class RenderedDrill:
+    """One concrete numeric question."""
+
+    question_id: str
+    """The template's id."""
+    prompt: str
+    """The filled-in prompt (Markdown)."""
+    value: float
+    """The exact answer, in ``unit``."""
+    unit: str
+    """Unit of ``value``."""
+    tolerance: float
+    """Relative tolerance accepted."""
+    answer: str
+    """The filled-in model answer, ``{value}`` written in a friendly unit."""
+    params: dict[str, Any]
+    """The chosen parameters (``model`` is a preset name)."""
+    formula: str
+    """The formula of the quantity."""
+    source: str
+    """The question's source plus the preset's."""
+    factors: list[Factor] = field(default_factory=list)
+    """Model-specific slips the numeric grader recognises."""
+
+    @property
+    def value_text(self) -> str:
+        """``value`` in a friendly unit."""
+        return format_value(self.value, self.unit)
+
+
+class _Fields(dict):
+    def __missing__(self, key: str) -> str:
+        raise DrillError(f"unknown placeholder {{{key}}}")
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        return f"{v:g}"
+    return str(v)
+
+
+def _tokens_cached(config: Mapping[str, Any], seq_len: int) -> int:
+    """Tokens cached summed over layers divided by layers, as an integer when uniform."""
+    kinds = est.layer_kinds(config)
+    window = config.get("sliding_window")
+    per_layer = [min(seq_len, window) if k == "sliding_attention" else seq_len for k in kinds]
+    return per_layer[0] if len(set(per_layer)) == 1 else sum(per_layer)
+
+
+def placeholders(question: NumericQuestion, params: Mapping[str, Any]) -> dict[str, str]:
+    """Every placeholder a template may use for these parameters, already formatted."""
+    q = QUANTITIES[question.quantity]
+    full = {**q.defaults, **params}
+    fields: dict[str, str] = {k: _fmt(v) for k, v in full.items()}
+    dtype = str(full.get("dtype", "bf16"))
+    bits = est.dtype_bits(dtype)
+    fields["bits"] = str(bits)
+    fields["bytes_per_value"] = _fmt(bits / 8)
+    wdtype = str(full.get("weight_dtype", "bf16"))
+    fields["weight_bits"] = str(est.dtype_bits(wdtype))
+    fields["weight_bytes_per_param"] = _fmt(est.dtype_bits(wdtype) / 8)
+
+    if "model" in full:
+        preset = get_model(str(full["model"]))
+        c = preset.config
+        pc = est.param_counts(c)
+        heads = int(c["num_attention_heads"])
+        kvh = est.num_kv_heads(c)
+        fields.update(
+            model=preset.title, model_source=preset.source,
+            layers=_fmt(int(c["num_hidden_layers"])), heads=_fmt(heads), kv_heads=_fmt(kvh),
+            gqa_ratio=_fmt(heads // kvh if heads % kvh == 0 else heads / kvh),
+            head_dim=_fmt(est.head_dim(c)), hidden=_fmt(int(c["hidden_size"])),
+            vocab=_fmt(int(c["vocab_size"])), ffn=_fmt(int(c["intermediate_size"])),
+            window=_fmt(c.get("sliding_window")) if c.get("sliding_window") else "none",
+            values_per_token_layer=_fmt(est.kv_values_per_token(c)),
+            kv_per_token=format_value(est.kv_bytes_per_token(c, dtype), "bytes/token"),
+            kv_per_token_bytes=_fmt(est.kv_bytes_per_token(c, dtype)),
+            total_params=format_count(pc.total, "params"),
+            active_params=format_count(pc.active(include_embedding=False), "params"),
+            weights=format_value(est.weight_bytes(c, wdtype), "bytes"),
+            weights_at_dtype=format_value(est.weight_bytes(c, dtype), "bytes"),
+            experts=_fmt(int(c.get("n_routed_experts") or c.get("num_local_experts") or 0)),
+            top_k=_fmt(int(c.get("num_experts_per_tok") or 0)),
+            shared_experts=_fmt(int(c.get("n_shared_experts") or 0)),
+            moe_ffn=_fmt(int(c.get("moe_intermediate_size") or c["intermediate_size"])),
+            dense_layers=_fmt(int(c.get("first_k_dense_replace") or 0)),
+            kv_lora_rank=_fmt(int(c.get("kv_lora_rank") or 0)),
+            rope_dim=_fmt(int(c.get("qk_rope_head_dim") or 0)),
+            attention_kinds=", ".join(sorted({k.replace("_attention", "")
+                                              for k in est.layer_kinds(c)})),
+        )
+        if "seq_len" in full:
+            s = int(full["seq_len"])
+            fields["tokens_cached"] = _fmt(_tokens_cached(c, s))
+            fields["kv_per_seq"] = format_value(est.kv_cache_bytes(c, s, 1, dtype), "bytes")
+        if "gpu" in full:
+            fields["budget"] = format_value(get_gpu(str(full["gpu"])).memory_bytes
+                                            - est.weight_bytes(c, wdtype), "bytes")
+    if "gpu" in full:
+        g = get_gpu(str(full["gpu"]))
+        fields.update(
+            gpu=g.title, gpu_source=g.source,
+            gpu_memory=f"{g.memory_bytes / 2**30:g} GiB",
+            gpu_memory_bytes=_fmt(g.memory_bytes),
+            gpu_bandwidth=f"{g.bandwidth_bytes_per_s / 1e12:g} TB/s",
+            gpu_flops=f"{g.bf16_flops / 1e12:g} TFLOP/s",
+        )
+    fields["formula"] = q.formula
+    return fields
+
+
+def factors_for(question: NumericQuestion, params: Mapping[str, Any]) -> list[Factor]:
+    """The model-specific slips worth recognising for this drill (see ``numeric.diagnose``)."""
+    q = QUANTITIES[question.quantity]
+    full = {**q.defaults, **params}
+    out: list[Factor] = []
+    if "model" not in full:
+        if question.quantity == "spec_expected_tokens":
+            out.append((float(int(full["gamma"]) + 1) / q.compute(None, full),
+                        "gamma + 1 assumes every drafted token is accepted"))
+        return out
+    c = get_model(str(full["model"])).config
+    name = question.quantity
+    kv_like = name in ("kv_cache_bytes", "kv_bytes_per_token", "max_batch_size",
+                       "max_context_tokens", "decode_step_seconds")
+    if kv_like:
+        heads, kvh = int(c["num_attention_heads"]), est.num_kv_heads(c)
+        if est.is_mla(c):
+            naive = 2 * heads * int(c.get("qk_nope_head_dim") or est.head_dim(c))
+            out.append((naive / est.kv_values_per_token(c),
+                        "treated MLA like MHA: MLA caches one latent of kv_lora_rank + "
+                        "qk_rope_head_dim values per token and layer, not keys and values per head"))
+        elif heads != kvh:
+            out.append((heads / kvh,
+                        f"used num_attention_heads ({heads}) instead of num_key_value_heads "
+                        f"({kvh}): with GQA every {heads // kvh} query heads share one KV head"))
+        out.append((float(c["num_hidden_layers"]), "counted one layer instead of all of them"))
+        out.append((2.0, "forgot the factor 2 for keys and values"))
+        bpv = est.dtype_bits(str(full.get("dtype", "bf16"))) / 8
+        if bpv != 1:
+            out.append((bpv, f"bytes per value: {full.get('dtype', 'bf16')} stores {bpv:g} bytes"))
+        if "seq_len" in full and c.get("sliding_window"):
+            s = int(full["seq_len"])
+            exact = est.kv_cache_bytes(c, s)
+            full_cache = est.kv_cache_bytes({**c, "sliding_window": None}, s)
+            if exact and full_cache != exact:
+                out.append((full_cache / exact, "ignored the sliding window: a sliding layer "
+                            "caches only the last `window` tokens"))
+        if int(full.get("batch", 1)) > 1:
+            out.append((float(full["batch"]), "forgot the batch size"))
+    if name in ("moe_active_params", "moe_total_params", "weight_bytes", "total_params"):
+        pc = est.param_counts(c)
+        act = pc.active(include_embedding=False)
+        if pc.total != act:
+            ratio = pc.total / act
+            out.append((ratio if name == "moe_active_params" else 1 / ratio,
+                        "mixed up total and active parameters: every expert is stored, only "
+                        "top_k of them run per token"))
+            out.append((pc.active(True) / act if name == "moe_active_params" else 1.0,
+                        "counted the input-embedding table, a lookup that does no arithmetic"))
+        if name == "weight_bytes":
+            wb = est.dtype_bits(str(full.get("dtype", "bf16"))) / 8
+            if wb != 1:
+                out.append((1 / wb, f"gave parameters, not bytes: {full.get('dtype')} takes "
+                            f"{wb:g} bytes per parameter"))
+    if name == "decode_arithmetic_intensity" and int(full.get("batch", 1)) > 1:
+        out.append((1 / float(full["batch"]), "ignored the batch: weights are read once per step "
+                    "and shared by every sequence in it"))
+    return out
+
+
+def _choose(question: NumericQuestion, rng: random.Random,
+            fixed: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: fixed[k] if k in fixed else rng.choice(list(v)) for k, v in question.params.items()}
+
+
+def _render_with(question: NumericQuestion, q: Quantity, params: dict[str, Any]) -> RenderedDrill:
+    config = get_model(str(params["model"])).config if "model" in params else None
+    if q.needs_model and config is None:
+        raise DrillError(f"{question.id}: quantity {q.name!r} needs a 'model' parameter")
+    value = q.compute(config, params)
+    fields = _Fields(placeholders(question, params))
+    fields["value"] = format_value(value, question.unit)
+    try:
+        prompt = question.prompt.format_map(fields)
+        answer = question.answer.format_map(fields)
+    except (IndexError, ValueError) as exc:
+        raise DrillError(f"{question.id}: bad template: {exc}") from exc
+    source = question.source
+    if "model" in params:
+        source += f"; model: {get_model(str(params['model'])).source}"
+    return RenderedDrill(question.id, prompt, value, question.unit, question.tolerance, answer,
+                         dict(params), q.formula, source, factors_for(question, params))
+
+
+def render(question: NumericQuestion, seed: int = 0, **fixed: Any) -> RenderedDrill:
+    """Render ``question`` with parameters drawn deterministically from ``seed`` (``fixed`` pins
+    some, e.g. ``model="llama-3-70b"``). Draws whose answer is 0 or undefined are skipped."""
+    if question.quantity not in QUANTITIES:
+        raise DrillError(f"{question.id}: unknown quantity {question.quantity!r}")
+    q = QUANTITIES[question.quantity]
+    if q.unit != question.unit:
+        raise DrillError(f"{question.id}: quantity {q.name!r} is in {q.unit}, not {question.unit}")
+    for m in question.params.get("model", []):
+        if str(m) not in MODELS:
+            raise DrillError(f"{question.id}: unknown model preset {m!r}")
+    rng = random.Random(f"{question.id}:{seed}")
+    last: Exception | None = None
+    for _ in range(MAX_ATTEMPTS):
+        params = _choose(question, rng, fixed)
+        try:
+            drill = _render_with(question, q, params)
+        except DrillError:
+            raise
+        except (ValueError, KeyError, ZeroDivisionError) as exc:
+            last = exc
+            continue
+        if drill.value != 0:
+            return drill
+        last = ValueError("the answer is 0 for this choice")
+    raise DrillError(f"{question.id}: no renderable choice of parameters ({fixed or 'any'}): {last}")
+
+
+def combinations(question: NumericQuestion) -> Iterator[dict[str, Any]]:
+    """Every combination of the question's parameter values (for content tests)."""
+    keys = list(question.params)
+    for values in itertools.product(*(question.params[k] for k in keys)):
+        yield dict(zip(keys, values, strict=True))

@@ -1,0 +1,120 @@
+"""Grading numeric answers: relative tolerance, unit parsing, and a diagnosis of typical slips.
+
+An answer is correct when ``|answer - expected| <= tolerance * |expected|`` after converting its
+unit (``inferview.practice.units``). A wrong answer that is off by a factor someone typically
+slips on gets a diagnosis: the drill supplies the factors that matter for its model (query heads
+over KV heads for GQA, the number of layers, the sliding window...), and these generic ones
+follow: 8 (bits vs bytes), 1.0737 (GB vs GiB), 2 (K and V, or two bytes per bf16 value), 1000
+and 1024 (a unit prefix). Answers within three times the tolerance count as close (score 0.5).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from inferview.practice.units import Parsed, UnitError, format_value, parse_answer
+
+CLOSE_FACTOR = 3.0
+"""An answer within ``CLOSE_FACTOR * tolerance`` of the expected value scores 0.5."""
+
+Factor = tuple[float, str]
+"""A multiplicative slip and its explanation, e.g. ``(8.0, "used num_attention_heads ...")``."""
+
+GENERIC_FACTORS: list[Factor] = [
+    (8.0, "8 bits per byte: the answer looks like bits where bytes were asked (or the reverse)"),
+    (2**30 / 1e9, "GB vs GiB: 1 GiB = 2^30 bytes = 1.074 GB"),
+    (2**40 / 1e12, "TB vs TiB: 1 TiB = 2^40 bytes = 1.100 TB"),
+    (2.0, "a factor of 2: keys AND values are cached, and a bf16/fp16 value takes 2 bytes"),
+    (1024.0, "a factor of 1024: one binary prefix step (KiB, MiB, GiB)"),
+    (1000.0, "a factor of 1000: one SI prefix step (k, M, G, T)"),
+    (1e6, "a factor of a million: two prefix steps"),
+    (1e9, "a factor of a billion: three prefix steps (e.g. B params read as units)"),
+]
+"""Factors checked for every drill, after the drill's own."""
+
+
+@dataclass(frozen=True)
+class NumericGrade:
+    """The outcome of grading one numeric answer."""
+
+    correct: bool
+    """Within the tolerance."""
+    score: float
+    """1 when correct, 0.5 when close, else 0."""
+    expected: float
+    """The reference value, in the question's unit."""
+    unit: str
+    """The question's unit."""
+    value: float | None = None
+    """The answer read in the question's unit (None when it could not be read)."""
+    rel_error: float | None = None
+    """``(value - expected) / expected``."""
+    message: str = ""
+    """One or two sentences for the user."""
+    diagnosis: str | None = None
+    """The likely slip, when the answer is off by a recognised factor."""
+    parsed: Parsed | None = field(default=None, repr=False)
+    """The parsed answer."""
+
+
+def _near(a: float, b: float, tol: float) -> bool:
+    return abs(a - b) <= tol * abs(b)
+
+
+def diagnose(value: float, expected: float, tolerance: float,
+             factors: Sequence[Factor] = (), in_bits: bool = False) -> str | None:
+    """Explain ``value`` when it is ``expected`` times or divided by a known factor."""
+    if expected == 0 or value == 0 or not math.isfinite(value):
+        return None
+    ratio = value / expected
+    tol = max(tolerance, 1e-9)
+    seen: dict[tuple[str, float], list[str]] = {}
+    order: list[tuple[str, float]] = []
+    for f, why in list(factors) + GENERIC_FACTORS:
+        if f <= 0 or _near(f, 1.0, 1e-9):
+            continue
+        for direction, target in (("too large", f), ("too small", 1 / f)):
+            if _near(ratio, target, tol):
+                key = (direction, round(f, 6))
+                if key not in seen:
+                    seen[key] = []
+                    order.append(key)
+                if why not in seen[key]:
+                    seen[key].append(why)
+    if not order:
+        return None
+    direction, f = order[0]
+    why = "; or ".join(seen[(direction, f)])
+    note = " (your answer was in bits)" if in_bits and f == 8.0 else ""
+    return f"Your answer is {f:g}x {direction}{note}. Likely: {why}."
+
+
+def grade_numeric(answer: str, expected: float, unit: str, tolerance: float = 0.05,
+                  factors: Sequence[Factor] = ()) -> NumericGrade:
+    """Grade ``answer`` (free text with an optional unit) against ``expected`` in ``unit``."""
+    shown = format_value(expected, unit)
+    try:
+        parsed = parse_answer(answer, unit)
+    except UnitError as exc:
+        return NumericGrade(False, 0.0, expected, unit, message=f"{exc}. Expected about {shown}.")
+    value = parsed.value
+    rel = (value - expected) / expected if expected != 0 else (0.0 if value == 0 else math.inf)
+    if expected == 0:
+        ok = value == 0
+    else:
+        ok = abs(rel) <= tolerance
+    if ok:
+        return NumericGrade(True, 1.0, expected, unit, value, rel,
+                            f"Correct: {shown} (you said {format_value(value, unit)}).",
+                            parsed=parsed)
+    close = expected != 0 and abs(rel) <= CLOSE_FACTOR * tolerance
+    diagnosis = None if close else diagnose(value, expected, tolerance, factors, parsed.in_bits)
+    if close:
+        msg = (f"Close: {format_value(value, unit)} is {rel:+.1%} from {shown}; "
+               f"within {tolerance:.0%} counts.")
+    else:
+        msg = f"Not quite: you said {format_value(value, unit)}, the answer is {shown}."
+    return NumericGrade(False, 0.5 if close else 0.0, expected, unit, value, rel, msg, diagnosis,
+                        parsed)

@@ -70,6 +70,9 @@ def diagnose(value: float, expected: float, tolerance: float,
         return None
     ratio = value / expected
     tol = max(tolerance, 1e-9)
+    if in_bits and abs(ratio * 8 - 1) <= max(tol, 2**30 / 1e9 - 1 + tol):
+        return ("Your answer is in bits (a lower-case b, as in Gb, means bits): read as bytes it "
+                "would be about right. 1 byte = 8 bits.")
     seen: dict[tuple[str, float], list[str]] = {}
     order: list[tuple[str, float]] = []
     for f, why in list(factors) + GENERIC_FACTORS:

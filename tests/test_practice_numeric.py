@@ -1,0 +1,123 @@
+"""Numeric grading, diagnoses, choice grading and grade_answer."""
+
+from __future__ import annotations
+
+import pytest
+
+from inferview.content.models import (
+    ChoiceOption,
+    ChoiceQuestion,
+    KeyPoint,
+    NumericQuestion,
+    OpenQuestion,
+)
+from inferview.practice.choice import display_order, grade_choice
+from inferview.practice.drills import DrillError, combinations, render
+from inferview.practice.grading import grade_answer
+from inferview.practice.numeric import grade_numeric
+
+GIB40 = 40 * 2**30
+
+
+def test_correct_in_several_units():
+    for text in ("40 GiB", "42.9 GB", "4.29e10 bytes", "42949672960"):
+        assert grade_numeric(text, GIB40, "bytes").correct, text
+
+
+def test_gb_vs_gib_diagnosis():
+    g = grade_numeric("40 GB", GIB40, "bytes", tolerance=0.02)
+    assert not g.correct and "GiB" in g.diagnosis
+
+
+def test_bits_diagnosis():
+    g = grade_numeric("40 Gb", GIB40, "bytes")
+    assert not g.correct and "bits" in g.diagnosis
+
+
+def test_contextual_factor_wins():
+    g = grade_numeric("320 GiB", GIB40, "bytes", factors=[(8.0, "used num_attention_heads")])
+    assert "num_attention_heads" in g.diagnosis and "too large" in g.diagnosis
+
+
+def test_close_answer_scores_half():
+    g = grade_numeric("43.5 GiB", GIB40, "bytes", tolerance=0.05)
+    assert not g.correct and g.score == 0.5
+
+
+def test_unreadable_answer():
+    g = grade_numeric("a lot", GIB40, "bytes")
+    assert not g.correct and g.value is None and "number" in g.message
+
+
+def _numeric(**kw) -> NumericQuestion:
+    base = dict(id="n-kv", topic="kv-cache", prompt="KV cache of {model} at {seq_len} tokens in {dtype}?",
+                answer="{layers} x 2 x {kv_heads} x {head_dim} x {bytes_per_value} x {seq_len} = {value}",
+                source="seed: KV cache", quantity="kv_cache_bytes", unit="bytes",
+                params={"model": ["llama-3-70b", "mistral-7b"], "seq_len": [131072], "dtype": ["bf16"]})
+    base.update(kw)
+    return NumericQuestion(**base)
+
+
+def test_render_is_deterministic_and_fills_templates():
+    q = _numeric()
+    a, b = render(q, seed=3), render(q, seed=3)
+    assert a == b
+    d = render(q, model="llama-3-70b")
+    assert d.value == 42_949_672_960
+    assert d.prompt == "KV cache of Llama-3-70B at 131,072 tokens in bf16?"
+    assert d.answer == "80 x 2 x 8 x 128 x 2 x 131,072 = 40 GiB (42.95 GB)"
+    assert "config.json" in d.source
+
+
+def test_drill_diagnoses_gqa_and_window():
+    q = _numeric()
+    d = render(q, model="llama-3-70b")
+    r = grade_answer(q, "320 GiB", rendered=d)
+    assert not r.correct and "num_key_value_heads" in r.diagnosis
+    m = render(q, model="mistral-7b")
+    r = grade_answer(q, f"{m.value * 32:.6g} bytes", rendered=m)
+    assert "sliding window" in r.diagnosis
+
+
+def test_render_errors():
+    with pytest.raises(DrillError, match="unknown placeholder"):
+        render(_numeric(prompt="What is {nonsense}?"))
+    with pytest.raises(DrillError, match="unknown model"):
+        render(_numeric(params={"model": ["gpt-9"], "seq_len": [1]}))
+    with pytest.raises(DrillError, match="unknown quantity"):
+        render(_numeric(quantity="nope"))
+    assert len(list(combinations(_numeric()))) == 2
+
+
+def _choice(multiple: bool) -> ChoiceQuestion:
+    return ChoiceQuestion(
+        id="c-q", topic="kv-cache", prompt="Which?", answer="A and maybe C.", source="test",
+        options=[ChoiceOption(text="A", correct=True, why="yes"), ChoiceOption(text="B", why="no"),
+                 ChoiceOption(text="C", correct=multiple, why="maybe")],
+    )
+
+
+def test_choice_single_and_multiple():
+    assert grade_choice(_choice(False), [0]).correct
+    assert not grade_choice(_choice(False), ["b"]).correct
+    g = grade_choice(_choice(True), [0])
+    assert not g.correct and g.score == pytest.approx(0.5)
+    assert grade_choice(_choice(True), ["a", "C"]).correct
+    assert grade_choice(_choice(True), [0, 1]).score == 0.0
+    assert sorted(display_order(_choice(True), 5)) == [0, 1, 2]
+    with pytest.raises(ValueError):
+        grade_choice(_choice(True), [7])
+
+
+def test_grade_answer_all_kinds():
+    oq = OpenQuestion(id="o-q", topic="kv-cache", prompt="Why cache?", answer="We avoid recomputing keys.",
+                      source="test", key_points=[KeyPoint(point="no recompute", phrases=["avoid recomputing"])],
+                      follow_ups=["c-q"])
+    r = grade_answer(oq, "It avoids recomputation... we avoid recomputing keys")
+    assert r.correct and r.hits == ["no recompute"] and r.follow_ups == ["c-q"]
+    assert r.to_dict()["kind"] == "open"
+    r = grade_answer(_choice(True), [0, 2])
+    assert r.correct and len(r.options) == 3
+    q = _numeric(params={"model": ["llama-3-70b"], "seq_len": [131072]})
+    r = grade_answer(q, "40 GiB")
+    assert r.correct and r.expected == 42_949_672_960 and r.expected_text.startswith("40 GiB")

@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import pytest
 from rich.console import Console
 
 FIXED_NOW = datetime(2026, 3, 2, 9, 30, tzinfo=timezone.utc)
@@ -43,6 +44,75 @@ FAILED = {
     "checks": [{"name": "adds", "status": "failed", "message": "add(0, 1) returned -1, expected 1",
                 "counterexample": "a=0, b=1 (seed 7)", "hint": "Use the plus operator."}],
 }
+
+
+BANK_YAML = """\
+bank: tui-test
+title: TUI test bank
+topics:
+  - {id: kv-cache, title: The KV cache, group: Recompute less, summary: Keys and values kept.}
+  - {id: flash-attention, title: Flash attention, group: Move less memory, summary: "Exact, in blocks."}
+questions:
+  - id: kv-why
+    kind: open
+    topic: kv-cache
+    difficulty: easy
+    source: "seed: Inference interview guide — The KV Cache"
+    prompt: Why isn't generating the 500th token 500 times more expensive than the first?
+    answer: The KV cache stores every token's keys and values, so each step only computes the new token.
+    follow_ups: [kv-choice]
+    key_points:
+      - point: keys and values of earlier tokens are cached
+        phrases: [cache the keys and values, stores keys and values, kv cache]
+      - point: only the new token needs a forward pass
+        phrases: [only the new token, one new token]
+    misconceptions:
+      - claim: the cache stores the queries
+        phrases: [caches the queries, stores the queries]
+        correction: Queries are used once; only keys and values are reused.
+  - id: kv-choice
+    kind: choice
+    topic: kv-cache
+    shuffle: false
+    source: "seed: Inference interview guide — The KV Cache"
+    prompt: What does the KV cache grow linearly with?
+    answer: Sequence length (and batch size).
+    options:
+      - {text: Sequence length, correct: true, why: One entry per token.}
+      - {text: Vocabulary size, why: The vocabulary does not enter the cache.}
+  - id: fa-exact
+    kind: choice
+    topic: flash-attention
+    shuffle: false
+    source: "seed: Inference interview guide — Flash Attention"
+    prompt: Is flash attention exact?
+    answer: Yes, it computes exact attention in blocks.
+    options:
+      - {text: "Yes", correct: true, why: Same result up to floating-point rounding.}
+      - {text: "No, it approximates", why: That is the classic misconception.}
+"""
+
+
+def make_library(root: Path) -> Any:
+    """A small fixed library (two topics, three questions, the ``demo-sum`` challenge), so screens
+    and snapshots do not change when the built-in content grows."""
+    from inferview.content.loader import Library, LoadedBank, load_bank_file, load_challenge_folder
+
+    root.mkdir(parents=True, exist_ok=True)
+    bank_path = root / "tui-test.yaml"
+    bank_path.write_text(BANK_YAML)
+    bank, errors = load_bank_file(bank_path)
+    assert bank is not None and not errors, errors
+    challenge, errors = load_challenge_folder(make_challenge(root / "challenges"), builtin=True)
+    assert challenge is not None and not errors, errors
+    return Library(
+        topics={t.id: t for t in bank.topics},
+        banks=[LoadedBank(bank, bank_path, False)],
+        questions={q.id: q for q in bank.questions},
+        question_bank={q.id: bank.bank for q in bank.questions},
+        challenges={challenge.id: challenge},
+        errors=[],
+    )
 
 
 def make_challenge(root: Path) -> Path:
@@ -86,6 +156,32 @@ class FakeGradingClient:
 
     def close(self) -> None:
         self.closed = True
+
+
+@pytest.fixture(name="app_factory")
+def app_factory_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Build apps on the fixed library, an isolated store, a fake grader and a fixed clock. HOME is
+    the test folder so paths show as ``~/inferview-home/...`` in every run."""
+    from inferview.tui.app import create_app
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    library = make_library(tmp_path / "content")
+
+    def make(**kwargs: Any) -> Any:
+        kwargs.setdefault("library", library)
+        kwargs.setdefault("store_path", tmp_path / "progress.sqlite3")
+        kwargs.setdefault("clock", lambda: FIXED_NOW)
+        kwargs.setdefault("grading_client", FakeGradingClient())
+        return create_app(**kwargs)
+
+    return make
+
+
+async def settle(pilot: Any, rounds: int = 3) -> None:
+    """Let workers finish and their messages be handled."""
+    for _ in range(rounds):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
 
 
 def screen_text(app: Any) -> str:

@@ -1,0 +1,169 @@
+"""Challenges: the list, the editor and workspace file, grading in a worker (fake grader), cancel,
+results with counterexamples, hints, the reference solution, disk changes and an external editor."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from inferview.tests.test_tui_support import (  # noqa: F401
+    CORRECT,
+    PASSED,
+    STARTER,
+    WRONG,
+    FakeGradingClient,
+    app_factory_fixture,
+    screen_text,
+    settle,
+)
+from inferview.tui.app import InitialChallenge
+from inferview.tui.screens.challenge import ChallengeScreen
+from inferview.tui.screens.challenges import ChallengesScreen
+
+from inferview import paths
+
+
+async def test_list_shows_status_best_time_and_backend(app_factory) -> None:
+    app = app_factory()
+    app.services.get_store().record_submission("demo-sum", PASSED, CORRECT)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("c")
+        await pilot.pause()
+        assert isinstance(app.screen, ChallengesScreen)
+        row = next(line for line in screen_text(app).splitlines() if "Add two numbers" in line)
+        assert "passed" in row and "0.4s" in row and "cpu" in row
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ChallengeScreen)
+
+
+async def test_opening_makes_the_workspace_file_and_warms_the_grader(app_factory) -> None:
+    client = FakeGradingClient()
+    app = app_factory(grading_client=client, initial=InitialChallenge("demo-sum"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ChallengeScreen)
+        path = paths.workspace_dir() / "demo-sum" / "solution.py"
+        assert screen.path == path and path.read_text() == STARTER
+        assert screen.editor.text == STARTER
+        assert client.prepared == ["demo-sum"]
+        assert "Write add(a, b)" in screen_text(app)
+
+
+async def test_grading_a_correct_file_passes_and_is_stored(app_factory) -> None:
+    client = FakeGradingClient()
+    app = app_factory(grading_client=client, initial=InitialChallenge("demo-sum"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.screen.editor.load_text(CORRECT)
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        assert app.screen.last_result["verdict"] == "passed"
+        assert "PASSED" in screen_text(app)
+        assert app.screen.path.read_text() == CORRECT  # saved before grading
+        assert client.graded == [("demo-sum", CORRECT)]
+        subs = app.services.get_store().submissions("demo-sum")
+        assert [s["verdict"] for s in subs] == ["passed"] and subs[0]["source"] == CORRECT
+
+
+async def test_a_wrong_file_shows_the_failing_check_and_its_counterexample(app_factory) -> None:
+    app = app_factory(initial=InitialChallenge("demo-sum"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.screen.editor.load_text(WRONG)
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        text = screen_text(app)
+        assert "FAILED" in text
+        assert "✗ adds" in text
+        assert "a=0, b=1 (seed 7)" in text
+        assert "hint: Use the plus operator." in text
+        assert app.services.get_store().challenge_status()["demo-sum"]["status"] == "failed"
+
+
+async def test_grading_runs_in_the_background_and_escape_cancels_it(app_factory) -> None:
+    client = FakeGradingClient(delay=30)
+    app = app_factory(grading_client=client, initial=InitialChallenge("demo-sum"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+r")
+        await pilot.pause(0.3)
+        screen = app.screen
+        assert screen.grading
+        assert "grading demo-sum" in screen_text(app)  # the UI keeps drawing while it grades
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not screen.grading
+        assert client.cancelled.is_set()
+        assert isinstance(app.screen, ChallengeScreen)  # escape cancelled; it did not go back
+        assert app.services.get_store().submissions("demo-sum") == []
+        await pilot.press("escape", "escape")  # leave the editor, then the screen
+        await pilot.pause()
+        assert isinstance(app.screen, ChallengesScreen) or type(app.screen).__name__ == "HomeScreen"
+
+
+async def test_hints_one_at_a_time_and_solution_only_after_an_attempt(app_factory) -> None:
+    app = app_factory(initial=InitialChallenge("demo-sum"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+g")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "Hint 1." in text and "Use the plus" in text and "Hint 2." not in text
+        assert app.services.get_store().get_setting("hints_shown:demo-sum") == 1
+        await pilot.press("ctrl+l")
+        await pilot.pause()
+        assert isinstance(app.screen, ChallengeScreen)  # no attempt yet: no solution
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        await pilot.press("ctrl+l")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "ConfirmScreen"
+        await pilot.click("#choice-show")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "SolutionScreen"
+        assert "return a + b" in screen_text(app)
+
+
+async def test_changes_on_disk_reload_or_ask_when_there_are_unsaved_edits(app_factory) -> None:
+    app = app_factory(initial=InitialChallenge("demo-sum"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        screen.path.write_text(CORRECT + "# edited elsewhere\n")
+        screen._poll_disk()
+        await pilot.pause()
+        assert screen.editor.text.endswith("# edited elsewhere\n")  # not dirty: reloaded
+        screen.editor.load_text("unsaved work\n")
+        screen.path.write_text(WRONG)
+        screen._poll_disk()
+        await pilot.pause()
+        assert type(app.screen).__name__ == "ConfirmScreen"  # dirty: asks
+        await pilot.click("#choice-keep")
+        await pilot.pause()
+        assert app.screen is screen and screen.editor.text == "unsaved work\n"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert screen.path.read_text() == "unsaved work\n"
+
+
+async def test_external_editor_edits_the_file_and_the_screen_reloads_it(app_factory, tmp_path: Path) -> None:
+    script = tmp_path / "fake_editor.py"
+    script.write_text("import sys\nopen(sys.argv[1], 'w').write('def add(a, b):\\n    return a + b\\n')\n")
+    app = app_factory(initial=InitialChallenge("demo-sum"), editor_command=f"{sys.executable} {script}")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        assert app.screen.editor.text == CORRECT
+
+
+async def test_file_option_edits_that_file(app_factory, tmp_path: Path) -> None:
+    mine = tmp_path / "mine.py"
+    mine.write_text(WRONG)
+    app = app_factory(initial=InitialChallenge("demo-sum", mine))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert app.screen.path == mine and app.screen.editor.text == WRONG
+        assert not (paths.workspace_dir() / "demo-sum" / "solution.py").exists()

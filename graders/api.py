@@ -1,0 +1,439 @@
+"""The checks API that challenge authors write ``checks.py`` against.
+
+A check runs in the trusted supervisor: it draws inputs (usually with Hypothesis), calls the
+submission through :class:`Submission` (``ctx.sub``), computes the expected answer with
+``inferview.reference`` and compares with the ``expect_*`` helpers. The submission itself lives in
+an untrusted worker process; see ``docs/authoring-challenges.md`` for the whole contract.
+
+The design follows the gpu-mode reference-kernels evaluation harness (checks compare outputs in a
+process the submission cannot touch, with a verbose allclose) and Hypothesis's own conventions for
+readable, shrinkable property tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from inferview.graders import tolerances
+
+__all__ = [
+    "CheckFailed",
+    "CheckInfo",
+    "Ctx",
+    "Opaque",
+    "Remote",
+    "Submission",
+    "SubmissionError",
+    "WorkerFunction",
+    "check",
+    "expect",
+    "expect_close",
+    "expect_equal",
+    "expect_raises",
+    "expect_shape",
+]
+
+
+class CheckFailed(AssertionError):
+    """The submission gave a wrong answer; ``str(exc)`` is shown to the user."""
+
+
+class SubmissionError(Exception):
+    """The submission raised an exception inside the worker.
+
+    ``type_name`` is the exception's class name (``"ValueError"``), ``message`` its text and
+    ``traceback`` the traceback trimmed to the submission's own frames.
+    """
+
+    def __init__(self, type_name: str, message: str, traceback: str = "", call: str = "",
+                 mro: tuple[str, ...] = ()) -> None:
+        self.type_name = type_name
+        self.mro = mro
+        self.message = message
+        self.traceback = traceback
+        self.call = call
+        super().__init__(f"{type_name}: {message}" if message else type_name)
+
+    def describe(self) -> str:
+        """The exception, where it was raised and the trimmed traceback, as shown to the user."""
+        head = f"{self.call} raised {self.type_name}" if self.call else f"raised {self.type_name}"
+        text = f"{head}: {self.message}" if self.message else head
+        if self.traceback:
+            text += "\n" + self.traceback.rstrip()
+        return text
+
+
+@dataclass(frozen=True)
+class CheckInfo:
+    """What ``@check`` records about a check function."""
+
+    name: str
+    hint: str | None
+    needs_cuda: bool
+    max_examples: int | None
+    weight: float
+    order: int
+
+
+_ORDER = itertools.count()
+
+
+def check(
+    name: str,
+    *,
+    hint: str | None = None,
+    needs_cuda: bool = False,
+    max_examples: int | None = None,
+    weight: float = 1,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a check: ``name`` is what the user sees, ``hint`` is shown when it fails.
+
+    Place it above ``@given``. Checks run in the order they are defined in ``checks.py``.
+    """
+    if not name or not name.strip():
+        raise ValueError("a check needs a non-empty name")
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn._inferview_check = CheckInfo(  # type: ignore[attr-defined]
+            name=name,
+            hint=hint,
+            needs_cuda=needs_cuda,
+            max_examples=max_examples,
+            weight=weight,
+            order=next(_ORDER),
+        )
+        return fn
+
+    return decorate
+
+
+@dataclass(frozen=True)
+class WorkerFunction:
+    """A function from the challenge's ``worker_helpers.py``, passed *into* the submission.
+
+    The worker imports that file (torch only) and hands the submission the real function; in the
+    supervisor this is only a reference ``(file, name)``.
+    """
+
+    file: str
+    name: str
+
+    def __repr__(self) -> str:
+        return f"{self.name}"
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """A value the submission returned that cannot cross the process boundary (e.g. a list
+    subclass or a numpy array): only its type name and a short ``repr`` arrive."""
+
+    type_name: str
+    text: str
+
+    def __repr__(self) -> str:
+        return f"<{self.type_name}: {self.text}>"
+
+
+class _Channel:
+    """What :class:`Submission` needs from the engine (implemented by the supervisor)."""
+
+    def request(self, op: str, payload: dict[str, Any], *, timeout: float | None,
+                describe: str) -> Any:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class Remote:
+    """An object that lives in the worker (made by ``ctx.sub.new``), addressed by a handle."""
+
+    def __init__(self, sub: Submission, handle: int, class_name: str) -> None:
+        self._sub = sub
+        self.handle = handle
+        self.class_name = class_name
+
+    def call(self, method: str, *args: Any, allow_mutation: bool = False,
+             timeout: float | None = None, **kwargs: Any) -> Any:
+        """Call ``method`` on the object in the worker and return the decoded result."""
+        return self._sub._invoke("call", method, args, kwargs, target=self.handle,
+                                 allow_mutation=allow_mutation, timeout=timeout,
+                                 label=f"{self.class_name}.{method}")
+
+    def get(self, attr: str, *, timeout: float | None = None) -> Any:
+        """Read an attribute (or property) of the object in the worker."""
+        return self._sub._invoke("get", attr, (), {}, target=self.handle, timeout=timeout,
+                                 label=f"{self.class_name}.{attr}")
+
+    def __repr__(self) -> str:
+        return f"<{self.class_name} in the worker>"
+
+
+class Submission:
+    """Proxy for the submitted module (``ctx.sub``)."""
+
+    def __init__(self, channel: _Channel, names: frozenset[str] = frozenset()) -> None:
+        self._channel = channel
+        self._names = names
+
+    def has(self, name: str) -> bool:
+        """Whether the submission defines ``name`` at module level."""
+        return name in self._names
+
+    def call(self, name: str, *args: Any, allow_mutation: bool = False,
+             timeout: float | None = None, **kwargs: Any) -> Any:
+        """Call a module-level function of the submission and return its decoded result."""
+        return self._invoke("call", name, args, kwargs, target=None,
+                            allow_mutation=allow_mutation, timeout=timeout, label=name)
+
+    def new(self, class_name: str, *args: Any, timeout: float | None = None,
+            **kwargs: Any) -> Remote:
+        """Construct ``class_name(*args, **kwargs)`` in the worker; returns a :class:`Remote`."""
+        handle = self._invoke("new", class_name, args, kwargs, target=None, timeout=timeout,
+                              label=class_name)
+        return Remote(self, int(handle), class_name)
+
+    def last_call_stats(self) -> dict[str, Any]:
+        """``{"triton_launches": int, "torch_ops": {op: count}}`` for the last call."""
+        return self._channel.request("stats", {}, timeout=None, describe="stats")
+
+    def _invoke(self, op: str, name: str, args: tuple, kwargs: dict, *, target: int | None,
+                timeout: float | None, label: str, allow_mutation: bool = False) -> Any:
+        payload = {"name": name, "target": target, "args": list(args), "kwargs": dict(kwargs),
+                   "allow_mutation": allow_mutation}
+        return self._channel.request(op, payload, timeout=timeout,
+                                     describe=_describe_call(label, args, kwargs))
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        dt = str(value.dtype).replace("torch.", "")
+        extra = "" if value.is_contiguous() else f", stride={tuple(value.stride())}"
+        return f"Tensor(shape={tuple(value.shape)}, dtype={dt}{extra})"
+    if isinstance(value, torch.Generator):
+        return "Generator"
+    if isinstance(value, (list, tuple)) and len(value) > 6:
+        return f"{type(value).__name__} of {len(value)}"
+    if isinstance(value, Remote):
+        return repr(value)
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _describe_call(label: str, args: tuple, kwargs: dict) -> str:
+    parts = [_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()]
+    return f"{label}({', '.join(parts)})"
+
+
+class Ctx:
+    """Everything a check gets as its first argument."""
+
+    def __init__(self, sub: Submission, device: str, seed: int, spec: Any, folder: Path) -> None:
+        self.sub = sub
+        self.device = device
+        self.seed = seed
+        self.spec = spec
+        self.folder = folder
+        self.dtype_default = torch.float32
+        self.notes: list[str] = []
+        self._gen_count = itertools.count()
+
+    def generator(self, seed: int | None = None) -> torch.Generator:
+        """A ``torch.Generator`` on ``ctx.device``, seeded from the run's seed (or ``seed``)."""
+        g = torch.Generator(device=self.device)
+        if seed is None:
+            seed = (self.seed * 1_000_003 + next(self._gen_count)) % (2**63)
+        g.manual_seed(int(seed))
+        return g
+
+    def note(self, text: str) -> None:
+        """Add a line to the counterexample shown to the user when the check fails."""
+        try:
+            from hypothesis import note as hnote
+            from hypothesis.control import _current_build_context
+
+            if _current_build_context.value is not None:
+                hnote(text)
+                return
+        except ImportError:  # pragma: no cover - hypothesis is a dependency
+            pass
+        self.notes.append(str(text))
+
+    def __repr__(self) -> str:
+        return "ctx"
+
+
+# ---------------------------------------------------------------------------------------------
+# Assertions
+# ---------------------------------------------------------------------------------------------
+
+
+def expect(cond: Any, message: str) -> None:
+    """Fail the check with ``message`` unless ``cond`` is true."""
+    if not cond:
+        raise CheckFailed(message)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        if value.numel() <= 8:
+            return f"{_short(value)} {value.detach().cpu().tolist()}"
+        return _short(value)
+    text = repr(value)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _equal(got: Any, want: Any) -> bool:
+    if isinstance(want, torch.Tensor) or isinstance(got, torch.Tensor):
+        if not (isinstance(got, torch.Tensor) and isinstance(want, torch.Tensor)):
+            return False
+        return (got.shape == want.shape and got.dtype == want.dtype
+                and bool(torch.equal(got.cpu(), want.cpu())))
+    if isinstance(want, (list, tuple)):
+        if not isinstance(got, (list, tuple)) or len(got) != len(want):
+            return False
+        return all(_equal(g, w) for g, w in zip(got, want, strict=False))
+    if isinstance(want, float) and isinstance(got, (int, float)) and math.isnan(want):
+        return isinstance(got, float) and math.isnan(got)
+    if isinstance(want, bool) != isinstance(got, bool) and not isinstance(want, torch.Tensor):
+        return False
+    return bool(got == want)
+
+
+def expect_equal(got: Any, want: Any, *, what: str = "the result") -> None:
+    """Exact equality (tensors: same shape, dtype and values; bools are not ints)."""
+    if isinstance(want, torch.Tensor) and isinstance(got, torch.Tensor):
+        _expect_meta(got, want, what)
+        if not torch.equal(got.cpu(), want.cpu()):
+            raise CheckFailed(_mismatch_report(got, want, what, exact=True))
+        return
+    if not _equal(got, want):
+        raise CheckFailed(f"{what}: expected {_fmt(want)}, got {_fmt(got)}")
+
+
+def expect_shape(t: Any, shape: tuple[int, ...] | torch.Size, what: str = "the result") -> None:
+    """``t`` is a tensor of exactly ``shape``."""
+    if not isinstance(t, torch.Tensor):
+        raise CheckFailed(f"{what}: expected a tensor of shape {tuple(shape)}, got {_fmt(t)}")
+    if tuple(t.shape) != tuple(shape):
+        raise CheckFailed(f"{what}: expected shape {tuple(shape)}, got {tuple(t.shape)}")
+
+
+def _expect_meta(got: Any, want: torch.Tensor, what: str) -> None:
+    if not isinstance(got, torch.Tensor):
+        raise CheckFailed(f"{what}: expected a tensor {_short(want)}, got {_fmt(got)}")
+    if tuple(got.shape) != tuple(want.shape):
+        raise CheckFailed(f"{what}: expected shape {tuple(want.shape)}, got {tuple(got.shape)}")
+    if got.dtype != want.dtype:
+        raise CheckFailed(f"{what}: expected dtype {want.dtype}, got {got.dtype}")
+    if got.device.type != want.device.type:
+        raise CheckFailed(f"{what}: expected device {want.device.type}, got {got.device.type}")
+
+
+def _mismatch_report(got: torch.Tensor, want: torch.Tensor, what: str, *, exact: bool,
+                     rtol: float = 0.0, atol: float = 0.0, bad: torch.Tensor | None = None) -> str:
+    g = got.detach().cpu()
+    w = want.detach().cpu()
+    if bad is None:
+        bad = ~((g == w) | (torch.isnan(g) & torch.isnan(w))) if g.is_floating_point() else g != w
+    idx = bad.nonzero()
+    n_bad = int(idx.shape[0])
+    total = g.numel()
+    tol = "" if exact else f" (rtol={rtol:g}, atol={atol:g})"
+    lines = [f"{what}: {n_bad} of {total} elements differ{tol}"]
+    if g.is_floating_point() and not exact:
+        nan_got = int(torch.isnan(g).sum())
+        inf_got = int(torch.isinf(g).sum())
+        if nan_got or inf_got:
+            lines.append(f"  the result holds {nan_got} NaN and {inf_got} Inf values")
+        finite = torch.isfinite(g) & torch.isfinite(w)
+        if bool(finite.any()):
+            err = (g.double() - w.double()).abs()[finite]
+            lines.append(f"  max abs error {float(err.max()):.3g}")
+    for row in idx[:5].tolist():
+        pos = tuple(row)
+        lines.append(f"  at {pos}: expected {w[pos].item()!r}, got {g[pos].item()!r}")
+    if n_bad > 5:
+        lines.append(f"  ... and {n_bad - 5} more")
+    return "\n".join(lines)
+
+
+def expect_close(got: Any, want: Any, *, what: str = "the result", rtol: float | None = None,
+                 atol: float | None = None, equal_nan: bool = False) -> None:
+    """Close within tolerances (default: the per-dtype table in ``tolerances``).
+
+    Compares shape, dtype and device first; a failure reports how many elements differ and the
+    first few indices with both values. Also accepts numbers and (nested) tuples/lists.
+    """
+    if isinstance(want, (list, tuple)):
+        if not isinstance(got, (list, tuple)) or len(got) != len(want):
+            raise CheckFailed(f"{what}: expected a sequence of {len(want)} values, got {_fmt(got)}")
+        for i, (g, w) in enumerate(zip(got, want, strict=False)):
+            expect_close(g, w, what=f"{what}[{i}]", rtol=rtol, atol=atol, equal_nan=equal_nan)
+        return
+    if not isinstance(want, torch.Tensor):
+        if isinstance(got, torch.Tensor) or not isinstance(got, (int, float)) or isinstance(got, bool):
+            raise CheckFailed(f"{what}: expected the number {want!r}, got {_fmt(got)}")
+        r = 1.3e-6 if rtol is None else rtol
+        a = 1e-5 if atol is None else atol
+        if math.isnan(want) and equal_nan and math.isnan(got):
+            return
+        if not abs(got - want) <= a + r * abs(want):
+            raise CheckFailed(f"{what}: expected {want!r}, got {got!r} (rtol={r:g}, atol={a:g})")
+        return
+    _expect_meta(got, want, what)
+    d_rtol, d_atol = tolerances.for_dtype(want.dtype)
+    r = d_rtol if rtol is None else rtol
+    a = d_atol if atol is None else atol
+    g = got.detach().cpu()
+    w = want.detach().cpu()
+    if not g.is_floating_point() and not g.is_complex():
+        if not torch.equal(g, w):
+            raise CheckFailed(_mismatch_report(g, w, what, exact=True))
+        return
+    gd, wd = g.double(), w.double()
+    close = (gd - wd).abs() <= a + r * wd.abs()
+    same_inf = torch.isinf(gd) & torch.isinf(wd) & (gd == wd)
+    close = close | same_inf
+    if equal_nan:
+        close = close | (torch.isnan(gd) & torch.isnan(wd))
+    if not bool(close.all()):
+        raise CheckFailed(_mismatch_report(g, w, what, exact=False, rtol=r, atol=a, bad=~close))
+
+
+@contextlib.contextmanager
+def expect_raises(ctx: Ctx, type_name: str, what: str = "") -> Iterator[None]:
+    """The block must make the submission raise ``type_name`` (or a subclass named in its MRO).
+
+    ``with expect_raises(ctx, "ValueError"): cache.call("update", k, v)``.
+    """
+    try:
+        yield
+    except SubmissionError as exc:
+        if exc.type_name == type_name or type_name in exc.mro:
+            return
+        raise CheckFailed(
+            f"{what or exc.call or 'the call'}: expected {type_name}, but it raised "
+            f"{exc.type_name}: {exc.message}"
+        ) from None
+    raise CheckFailed(f"{what or 'the call'}: expected {type_name} to be raised, but it returned normally")
+
+
+@dataclass
+class CheckResult:
+    """One entry of the result's ``checks`` list."""
+
+    name: str
+    status: str
+    message: str = ""
+    counterexample: str | None = None
+    hint: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "status": self.status, "message": self.message,
+                "counterexample": self.counterexample, "hint": self.hint}

@@ -1,0 +1,753 @@
+"""The grading engine: ``grade(challenge, submission) -> GradeResult``.
+
+The trusted supervisor (this process) starts an untrusted worker (``worker.py``) right away so its
+torch import overlaps with the supervisor's own work: reading the file, the syntax check, the
+static forbidden-API scan (``scan.py``) and importing the challenge's ``checks.py``. It then has
+the worker import the submission, checks the entry points, and runs every check with Hypothesis
+seeded from the run's seed, comparing in this process. Verdicts and the JSON result follow
+CHALLENGES.md ("schema 1"); the run's seed replays it exactly.
+
+Hypothesis (MacIver et al., https://hypothesis.readthedocs.io) finds and shrinks the failing input;
+the process isolation follows online judges (Kattis problem-package verifiers, gpu-mode kernelbot).
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import importlib.util
+import secrets
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from inferview.graders import codec
+from inferview.graders.api import (
+    CheckFailed,
+    CheckInfo,
+    CheckResult,
+    Ctx,
+    Opaque,
+    Remote,
+    Submission,
+    SubmissionError,
+    WorkerFunction,
+    _Channel,
+)
+from inferview.graders.process import WorkerFailure, WorkerProcess
+from inferview.graders.scan import BLOCKED_MODULES, Rule, scan_source
+
+SCHEMA = 1
+DEFAULT_MAX_EXAMPLES = 25
+"""The grader's Hypothesis profile: examples per check unless the check sets ``max_examples``."""
+MAX_SHRINK_SECONDS = 8.0
+MAX_RESTARTS = 2
+LOAD_CHECK = "solution loads and defines the entry points"
+FORBIDDEN_CHECK = "uses only allowed APIs"
+
+ProgressFn = Callable[[int, int, str], None]
+
+VERDICT_ORDER = ("forbidden", "timeout", "crashed", "error", "failed", "passed")
+
+
+class GradingUsageError(ValueError):
+    """Bad input to ``grade`` (unknown challenge, missing file, CUDA asked for but absent)."""
+
+
+@dataclass
+class GradeResult:
+    """The outcome of one grading run (``to_json()`` is the schema-1 object)."""
+
+    challenge: str
+    verdict: str
+    backend: str
+    seed: int
+    duration_s: float
+    checks: list[CheckResult] = field(default_factory=list)
+    stdout: str = ""
+    stderr: str = ""
+    cancelled: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "challenge": self.challenge,
+            "verdict": self.verdict,
+            "backend": self.backend,
+            "seed": self.seed,
+            "duration_s": round(self.duration_s, 3),
+            "checks": [c.to_json() for c in self.checks],
+        }
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "passed"
+
+
+# ---------------------------------------------------------------------------------------------
+# Challenge resolution
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Challenge:
+    """A challenge folder with its validated spec."""
+
+    spec: Any
+    folder: Path
+
+    @property
+    def id(self) -> str:
+        return str(self.spec.id)
+
+
+def load_challenge(challenge: str | Path) -> Challenge:
+    """Resolve an id or a folder to a :class:`Challenge` (raises ``GradingUsageError``)."""
+    folder = Path(challenge)
+    if isinstance(challenge, Path) or (folder / "challenge.yaml").is_file():
+        if not (folder / "challenge.yaml").is_file():
+            raise GradingUsageError(f"{folder} is not a challenge folder (no challenge.yaml)")
+        return Challenge(_read_spec(folder), folder.resolve())
+    try:
+        from inferview.content import loader  # type: ignore[attr-defined]
+
+        found = loader.find_challenge(str(challenge))
+        return Challenge(found.spec, Path(found.folder).resolve())
+    except ImportError:
+        pass
+    except KeyError as exc:
+        msg = exc.args[0] if exc.args else f"unknown challenge {challenge!r}"
+        raise GradingUsageError(str(msg)) from None
+    from inferview.paths import builtin_challenges_dir, user_challenges_dir
+
+    for base in (builtin_challenges_dir(), user_challenges_dir()):
+        cand = base / str(challenge)
+        if (cand / "challenge.yaml").is_file():
+            return Challenge(_read_spec(cand), cand.resolve())
+    raise GradingUsageError(f"unknown challenge {challenge!r}")
+
+
+def _read_spec(folder: Path) -> Any:
+    import yaml
+
+    from inferview.content.models import ChallengeSpec
+
+    try:
+        data = yaml.safe_load((folder / "challenge.yaml").read_text(encoding="utf-8"))
+        return ChallengeSpec.model_validate(data)
+    except Exception as exc:  # noqa: BLE001 - one clear line for a broken spec
+        raise GradingUsageError(f"{folder / 'challenge.yaml'}: invalid challenge spec: {exc}") from None
+
+
+def load_checks(ch: Challenge) -> list[tuple[CheckInfo, Callable[..., Any]]]:
+    """Import ``checks.py`` fresh and return its checks in definition order."""
+    path = ch.folder / ch.spec.checks
+    name = f"inferview_checks_{ch.id.replace('-', '_')}_{secrets.token_hex(4)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise GradingUsageError(f"cannot load {path}")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.modules.pop(name, None)
+    found = []
+    for obj in vars(mod).values():
+        info = getattr(obj, "_inferview_check", None)
+        if isinstance(info, CheckInfo):
+            found.append((info, obj))
+    found.sort(key=lambda pair: pair[0].order)
+    return found
+
+
+def choose_backend(spec: Any, device: str) -> str:
+    """``cpu`` or ``cuda`` for this run (``GradingUsageError`` when CUDA is asked for but absent)."""
+    if device not in ("auto", "cpu", "cuda"):
+        raise GradingUsageError(f"unknown device {device!r} (use auto, cpu or cuda)")
+    import torch
+
+    has_cuda = bool(torch.cuda.is_available())
+    if device == "cuda":
+        if not has_cuda:
+            raise GradingUsageError("--device cuda: no CUDA GPU is available")
+        if spec.device == "cpu":
+            raise GradingUsageError(f"challenge {spec.id} is graded on the CPU only")
+        return "cuda"
+    if device == "cpu":
+        if spec.device == "cuda":
+            raise GradingUsageError(f"challenge {spec.id} needs a CUDA GPU")
+        return "cpu"
+    if spec.device == "cuda" and not has_cuda:
+        raise GradingUsageError(f"challenge {spec.id} needs a CUDA GPU and none is available")
+    return "cuda" if has_cuda and spec.device != "cpu" else "cpu"
+
+
+def forbidden_roots(ch: Challenge) -> list[str]:
+    """Folders the submission may not read: the installed packages and the challenge folder."""
+    roots = {str(ch.folder)}
+    for name in ("inferview", "inferview.graders", "inferview.reference", "inferview.challenges",
+                 "inferview.questions", "inferview.tests"):
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is not None:
+            for loc in spec.submodule_search_locations or []:
+                roots.add(str(Path(loc).resolve()))
+    return sorted(roots)
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry-point messages
+# ---------------------------------------------------------------------------------------------
+
+
+def _expected_params(signature: str) -> list[str] | None:
+    sig = signature.strip()
+    if not sig:
+        return None
+    if not sig.startswith("("):
+        sig = sig[sig.find("("):] if "(" in sig else ""
+    try:
+        tree = ast.parse(f"def _f{sig}:\n    pass\n")
+    except SyntaxError:
+        return None
+    fn = tree.body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    a = fn.args
+    names = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+    if names and names[0] in ("self", "cls"):
+        names = names[1:]
+    return names
+
+
+def _signature_problem(ep: Any, params: list[list[Any]] | None) -> str | None:
+    expected = _expected_params(ep.signature)
+    if expected is None or params is None:
+        return None
+    shown = f"{ep.name}{ep.signature.strip()}"
+    got_names = [p[0] for p in params if p[1] not in ("VAR_POSITIONAL", "VAR_KEYWORD")]
+    has_var_pos = any(p[1] == "VAR_POSITIONAL" for p in params)
+    has_var_kw = any(p[1] == "VAR_KEYWORD" for p in params)
+    got_shown = f"{ep.name}({', '.join(p[0] for p in params)})"
+    positional = [p for p in params if p[1] in ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD")]
+    for i, name in enumerate(expected):
+        if i < len(positional):
+            if positional[i][0] != name:
+                if name in got_names:
+                    return (f"wrong signature: {got_shown}; expected {shown} "
+                            f"(parameter {i + 1} should be {name!r}, not {positional[i][0]!r})")
+                return (f"wrong signature: {got_shown}; expected {shown} "
+                        f"(parameter {name!r} is missing; found {positional[i][0]!r} in its place)")
+        elif name not in got_names and not (has_var_pos and has_var_kw):
+            return f"wrong signature: {got_shown}; expected {shown} (parameter {name!r} is missing)"
+    for p in params[len(expected):]:
+        if p[0] not in expected and p[1] not in ("VAR_POSITIONAL", "VAR_KEYWORD") and not p[2]:
+            return (f"wrong signature: {got_shown}; expected {shown} "
+                    f"(extra parameter {p[0]!r} has no default)")
+    return None
+
+
+def entry_point_problems(spec: Any, info: dict[str, Any]) -> list[str]:
+    """Messages for missing, misspelled or mis-shaped entry points (empty when all is well)."""
+    names = [n for n in info.get("names", []) if isinstance(n, str)]
+    eps = info.get("entry_points", {})
+    out = []
+    for ep in spec.entry_points:
+        d = eps.get(ep.name) or {}
+        if not d.get("exists"):
+            lower = {n.lower(): n for n in names}
+            guess = lower.get(ep.name.lower()) or next(
+                iter(difflib.get_close_matches(ep.name, names, n=1, cutoff=0.6)), None)
+            msg = f"{ep.name} not defined"
+            if guess:
+                msg += f"; did you mean {guess}?"
+            out.append(msg)
+            continue
+        if ep.kind == "class" and not d.get("is_class"):
+            out.append(f"{ep.name} must be a class")
+            continue
+        if ep.kind == "function" and (d.get("is_class") or not d.get("callable")):
+            out.append(f"{ep.name} must be a function")
+            continue
+        if ep.kind == "class":
+            missing = [m for m, ok in (d.get("methods") or {}).items() if not ok]
+            if missing:
+                out.append(f"{ep.name} has no method {', '.join(missing)}")
+                continue
+        problem = _signature_problem(ep, d.get("params"))
+        if problem:
+            out.append(problem)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The channel the checks talk through
+# ---------------------------------------------------------------------------------------------
+
+
+class _RunAborted(BaseException):
+    """Ends the run from inside a check (a BaseException, so Hypothesis does not shrink it)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+class _Runner(_Channel):
+    def __init__(self, ch: Challenge, backend: str, source: str, filename: str,
+                 cancel: Callable[[], bool] | None) -> None:
+        self.ch = ch
+        self.backend = backend
+        self.source = source
+        self.filename = filename
+        self.cancel = cancel
+        self.worker: WorkerProcess | None = None
+        self.deadline = float("inf")
+        self.restarts = 0
+        self.load_info: dict[str, Any] = {}
+        self.stdout_parts: list[str] = []
+        self.stderr_parts: list[str] = []
+        helpers = ch.folder / "worker_helpers.py"
+        self.helpers = ({"worker_helpers.py": helpers.read_text(encoding="utf-8")}
+                        if helpers.is_file() else {})
+        self.roots = forbidden_roots(ch)
+
+    # -- worker life cycle ---------------------------------------------------------------------
+    def spawn(self) -> None:
+        spec = self.ch.spec
+        self.worker = WorkerProcess(triton=bool(spec.requires_triton), device=self.backend,
+                                    memory_limit_mb=int(spec.memory_limit_mb))
+        self.worker.start()
+
+    def collect_output(self) -> None:
+        if self.worker is not None:
+            out, err = self.worker.output()
+            if out:
+                self.stdout_parts.append(out)
+            if err:
+                self.stderr_parts.append(err)
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.collect_output()
+            self.worker.close()
+            self.worker = None
+
+    def load(self) -> dict[str, Any]:
+        """Boot (if needed) and import the submission; returns the worker's reply."""
+        assert self.worker is not None
+        self.worker.wait_ready(self.cancel)
+        spec = self.ch.spec
+        header = {
+            "op": "load",
+            "source": self.source,
+            "filename": self.filename,
+            "helpers": self.helpers,
+            "requires_triton": bool(spec.requires_triton),
+            "forbidden": [{"pattern": f.pattern, "reason": f.reason, "runtime": f.runtime}
+                          for f in spec.forbidden],
+            "blocked_modules": list(BLOCKED_MODULES),
+            "forbidden_roots": self.roots,
+            "entry_points": [{"name": e.name, "kind": e.kind, "methods": list(e.methods)}
+                             for e in spec.entry_points],
+        }
+        reply, _ = self.worker.request(header, [], deadline=self.deadline, cancel=self.cancel,
+                                       describe="importing the solution")
+        self._violations(reply)
+        return reply
+
+    def restart(self) -> None:
+        """A fresh worker after a crash, with the submission loaded again."""
+        self.close()
+        self.restarts += 1
+        self.spawn()
+        reply = self.load()
+        if not reply.get("ok"):
+            raise _RunAborted("crashed", "the solution could not be loaded again after a crash")
+
+    # -- requests ------------------------------------------------------------------------------
+    def _violations(self, reply: dict[str, Any]) -> None:
+        vs = reply.get("violations") or []
+        if vs:
+            v = vs[0]
+            line = v.get("line")
+            where = f"line {line}: " if isinstance(line, int) else ""
+            raise _RunAborted("forbidden", f"{where}{v.get('message', 'forbidden API')}")
+
+    def _encode_extra(self, v: Any) -> Any:
+        if isinstance(v, Remote):
+            return {"__handle": v.handle}
+        if isinstance(v, WorkerFunction):
+            return {"__wfn": [v.file, v.name]}
+        return None
+
+    def _decode_extra(self, d: dict[str, Any]) -> Any:
+        if "__handle" in d:
+            return Opaque("object", f"handle {d['__handle']}")
+        return None
+
+    def request(self, op: str, payload: dict[str, Any], *, timeout: float | None,
+                describe: str) -> Any:
+        if self.worker is None or not self.worker.alive:
+            if self.restarts >= MAX_RESTARTS:
+                raise _RunAborted("crashed", "the worker crashed too many times")
+            self.restart()
+        assert self.worker is not None
+        device = self.backend
+        enc = codec.Encoder(extra=self._encode_extra)
+        header: dict[str, Any] = {"op": op}
+        if op in ("call", "new", "get"):
+            header["name"] = payload["name"]
+            header["target"] = payload.get("target")
+            header["args"] = [enc.value(a) for a in payload.get("args", [])]
+            header["kwargs"] = enc.value(dict(payload.get("kwargs", {})))
+        elif op == "has":
+            header["name"] = payload["name"]
+        deadline = self.deadline
+        if timeout is not None:
+            deadline = min(deadline, time.monotonic() + float(timeout))
+        try:
+            reply, buffers = self.worker.request(header, enc.buffers, deadline=deadline,
+                                                 cancel=self.cancel, describe=describe)
+        except WorkerFailure as exc:
+            kind = {"memory": "crashed", "protocol": "crashed"}.get(exc.kind, exc.kind)
+            raise _RunAborted(kind, exc.message) from None
+        self._violations(reply)
+        if not reply.get("ok"):
+            err = reply.get("error") or {}
+            raise SubmissionError(str(err.get("type", "Exception")), str(err.get("message", "")),
+                                  str(err.get("traceback", "")), call=describe.split("(")[0],
+                                  mro=tuple(str(x) for x in err.get("mro") or ()))
+        try:
+            value = codec.Decoder(buffers, device=device, extra=self._decode_extra).value(
+                reply.get("value"))
+        except codec.CodecError as exc:
+            raise _RunAborted("crashed", f"unreadable reply from the worker: {exc}") from None
+        if isinstance(value, codec.Unsupported):
+            value = Opaque(value.type_name, value.text)
+        if op == "call" and self.ch.spec.requires_triton and payload.get("target") is None:
+            stats = reply.get("stats") or {}
+            if int(stats.get("triton_launches", 0)) == 0:
+                raise _RunAborted("forbidden", f"{describe} returned without launching a Triton "
+                                  "kernel; the challenge must be solved in a Triton kernel")
+        mutated = reply.get("mutated") or []
+        if mutated and not payload.get("allow_mutation"):
+            raise CheckFailed(f"{describe.split('(')[0]} mutated its input {mutated[0]}; it must "
+                              "leave its inputs unchanged")
+        return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Running the checks
+# ---------------------------------------------------------------------------------------------
+
+
+def _format_counterexample(exc: BaseException, ctx: Ctx, fn_name: str, seed: int) -> str | None:
+    lines: list[str] = []
+    for note in getattr(exc, "__notes__", []) or []:
+        text = str(note)
+        if text.startswith(("Falsifying example:", "Failing test case:")):
+            body = text.split(":", 1)[1].strip()
+            rows = [r for r in body.splitlines() if r.strip() not in ("ctx=ctx,",)]
+            if len(rows) >= 2 and rows[0].endswith("("):
+                inner = [r.strip() for r in rows[1:-1]]
+                lines.append(", ".join(x.rstrip(",") for x in inner) if inner else "(no inputs)")
+            else:
+                lines.append(body)
+        elif text.startswith(("You can reproduce", "You can add @seed", "Explanation:")):
+            continue
+        else:
+            lines.append(text)
+    lines.extend(ctx.notes)
+    if not lines:
+        return None
+    lines.append(f"replay: --seed {seed}")
+    return "\n".join(lines)
+
+
+def _describe_example(example: dict[str, Any]) -> str:
+    parts = []
+    for k, v in example.items():
+        text = repr(v)
+        parts.append(f"{k}={text if len(text) <= 300 else text[:297] + '...'}")
+    return ", ".join(parts)
+
+
+def _run_one(fn: Callable[..., Any], info: CheckInfo, ctx: Ctx, hseed: int,
+             remaining: float) -> CheckResult:
+    from hypothesis import HealthCheck, Phase, Verbosity, settings
+    from hypothesis.errors import Flaky
+    from hypothesis.internal.conjecture import engine as hengine
+    from hypothesis.reporting import with_reporter
+
+    ctx.notes = []
+    example: dict[str, Any] = {}
+    given = getattr(fn, "hypothesis", None)
+    if given is not None:
+        fn._hypothesis_internal_use_settings = settings(  # type: ignore[attr-defined]
+            max_examples=info.max_examples or DEFAULT_MAX_EXAMPLES,
+            deadline=None,
+            database=None,
+            derandomize=False,
+            print_blob=False,
+            report_multiple_bugs=False,
+            verbosity=Verbosity.normal,
+            phases=[Phase.explicit, Phase.generate, Phase.shrink],
+            suppress_health_check=list(HealthCheck),
+        )
+        fn._hypothesis_internal_use_seed = hseed  # type: ignore[attr-defined]
+        inner = given.inner_test
+        if not getattr(inner, "_grader_tracking", False):
+            def tracking(*args: Any, **kwargs: Any) -> Any:
+                example.clear()
+                example.update(kwargs)
+                ctx.notes = []
+                return inner(*args, **kwargs)
+
+            tracking._grader_tracking = True  # type: ignore[attr-defined]
+            given.inner_test = tracking
+        hengine.MAX_SHRINKING_SECONDS = max(1.0, min(MAX_SHRINK_SECONDS, remaining / 4))
+    result = CheckResult(info.name, "passed")
+    try:
+        with with_reporter(lambda _msg: None):
+            fn(ctx)
+    except _RunAborted as exc:
+        exc.example = _describe_example(example) if example else ""  # type: ignore[attr-defined]
+        raise
+    except CheckFailed as exc:
+        result = CheckResult(info.name, "failed", str(exc),
+                             _format_counterexample(exc, ctx, fn.__name__, ctx.seed), info.hint)
+    except SubmissionError as exc:
+        result = CheckResult(info.name, "error", exc.describe(),
+                             _format_counterexample(exc, ctx, fn.__name__, ctx.seed), info.hint)
+    except Flaky as exc:
+        inner_excs = list(getattr(exc, "exceptions", []) or [])
+        first = next((e for e in inner_excs if isinstance(e, (CheckFailed, SubmissionError))), None)
+        msg = (str(first) if isinstance(first, CheckFailed)
+               else first.describe() if isinstance(first, SubmissionError) else str(exc))
+        result = CheckResult(
+            info.name, "failed",
+            msg + "\n(the same input gave a different outcome when repeated: the solution's "
+            "answers depend on earlier calls; does it cache or keep state between calls?)",
+            _format_counterexample(first or exc, ctx, fn.__name__, ctx.seed), info.hint)
+    except Exception as exc:  # noqa: BLE001 - the check could not use what the solution returned
+        result = CheckResult(
+            info.name, "failed",
+            f"the solution's result could not be checked: {type(exc).__name__}: {exc}",
+            _format_counterexample(exc, ctx, fn.__name__, ctx.seed), info.hint)
+    return result
+
+
+def _make_seed() -> int:
+    return secrets.randbelow(1_000_000)
+
+
+def grade(
+    challenge: str | Path,
+    submission: Path | str,
+    *,
+    device: str = "auto",
+    seed: int | None = None,
+    progress: ProgressFn | None = None,
+    cancel: Any = None,
+) -> GradeResult:
+    """Grade ``submission`` against ``challenge`` (an id or a folder).
+
+    ``progress(done, total, check_name)`` is called before each check; ``cancel`` is a callable
+    returning ``True`` (or an object with ``is_set()``) to stop: the run then ends with verdict
+    ``error``, message ``cancelled`` and ``cancelled=True``. Raises ``GradingUsageError`` for an
+    unknown challenge, a missing file or an unavailable device.
+    """
+    t0 = time.monotonic()
+    ch = load_challenge(challenge)
+    path = Path(submission)
+    if not path.is_file():
+        raise GradingUsageError(f"no such file: {path}")
+    backend = choose_backend(ch.spec, device)
+    run_seed = _make_seed() if seed is None else int(seed)
+    cancel_fn: Callable[[], bool] | None
+    if cancel is None:
+        cancel_fn = None
+    elif hasattr(cancel, "is_set"):
+        cancel_fn = cancel.is_set
+    else:
+        cancel_fn = cancel
+
+    def finish(verdict: str, checks: list[CheckResult], runner: _Runner | None = None,
+               cancelled: bool = False) -> GradeResult:
+        out = err = ""
+        if runner is not None:
+            runner.close()
+            out = "".join(runner.stdout_parts)
+            err = "".join(runner.stderr_parts)
+        return GradeResult(ch.id, verdict, backend, run_seed, time.monotonic() - t0, checks,
+                           out, err, cancelled)
+
+    try:
+        source = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        return finish("error", [CheckResult(LOAD_CHECK, "error", f"{path.name} is not UTF-8 text")])
+    filename = path.name if path.suffix == ".py" else path.name + ".py"
+
+    runner = _Runner(ch, backend, source, filename, cancel_fn)
+    runner.spawn()
+    try:
+        return _grade_with(runner, ch, source, filename, backend, run_seed, progress, cancel_fn,
+                           finish)
+    except BaseException:
+        runner.close()
+        raise
+
+
+def _grade_with(runner: _Runner, ch: Challenge, source: str, filename: str, backend: str,
+                run_seed: int, progress: ProgressFn | None, cancel_fn: Callable[[], bool] | None,
+                finish: Callable[..., GradeResult]) -> GradeResult:
+    spec = ch.spec
+    # 1. syntax, in the supervisor (compiling runs nothing)
+    try:
+        compile(source, filename, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        text = (exc.text or "").rstrip("\n")
+        caret = ""
+        if text and exc.offset:
+            caret = "\n    " + " " * (max(exc.offset, 1) - 1 - (len(text) - len(text.lstrip()))) + "^"
+        msg = f"syntax error at line {exc.lineno}: {exc.msg}"
+        if text:
+            msg += f"\n    {text.strip()}{caret}"
+        return finish("error", [CheckResult(LOAD_CHECK, "error", msg)], runner)
+    except ValueError as exc:  # null bytes
+        return finish("error", [CheckResult(LOAD_CHECK, "error", f"cannot compile: {exc}")], runner)
+
+    # 2. static forbidden-API scan
+    rules = [Rule(f.pattern, f.reason) for f in spec.forbidden]
+    found = scan_source(source, rules, filename)
+    if found:
+        msg = "\n".join(v.describe() for v in found)
+        return finish("forbidden", [CheckResult(FORBIDDEN_CHECK, "failed", msg,
+                                                None, "Solve it without the forbidden APIs.")],
+                      runner)
+
+    # 3. the checks (while the worker imports torch)
+    checks = load_checks(ch)
+    total = len(checks)
+
+    # 4. import the submission in the worker
+    runner.deadline = float("inf")
+    try:
+        runner.worker.wait_ready(cancel_fn)  # type: ignore[union-attr]
+        runner.deadline = time.monotonic() + float(spec.time_limit_s)
+        reply = runner.load()
+    except _RunAborted as exc:
+        return finish(exc.kind, [CheckResult(
+            LOAD_CHECK if exc.kind != "forbidden" else FORBIDDEN_CHECK,
+            "failed" if exc.kind == "forbidden" else "error",
+            exc.message if exc.kind != "timeout"
+            else f"importing the solution did not finish within {spec.time_limit_s:g} s")],
+            runner, cancelled=False)
+    except WorkerFailure as exc:
+        if exc.kind == "cancelled":
+            return finish("error", [CheckResult(LOAD_CHECK, "error", "cancelled")], runner,
+                          cancelled=True)
+        kind = {"memory": "crashed", "protocol": "crashed"}.get(exc.kind, exc.kind)
+        msg = exc.message
+        if exc.kind == "timeout":
+            msg = f"importing the solution did not finish within {spec.time_limit_s:g} s"
+        return finish(kind, [CheckResult(LOAD_CHECK, "error", msg)], runner)
+    if not reply.get("ok"):
+        err = reply.get("error") or {}
+        return finish("error", [CheckResult(LOAD_CHECK, "error", _load_error_message(err))], runner)
+    info = reply.get("info") or {}
+    problems = entry_point_problems(spec, info)
+    if problems:
+        return finish("error", [CheckResult(LOAD_CHECK, "error", "\n".join(problems))], runner)
+    runner.load_info = info
+
+    # 5. the checks
+    sub = Submission(runner, frozenset(info.get("names", [])))
+    ctx = Ctx(sub, backend, run_seed, spec, ch.folder)
+    results: list[CheckResult] = []
+    abort: _RunAborted | None = None
+    for index, (cinfo, fn) in enumerate(checks):
+        if progress is not None:
+            progress(index, total, cinfo.name)
+        if abort is not None and abort.kind in ("timeout", "forbidden", "cancelled"):
+            results.append(CheckResult(cinfo.name, "skipped", f"not run: {_skip_reason(abort)}"))
+            continue
+        if cinfo.needs_cuda and backend != "cuda":
+            results.append(CheckResult(cinfo.name, "skipped", "needs a CUDA GPU"))
+            continue
+        hseed = (run_seed * 1009 + index) % (2**32)
+        try:
+            res = _run_one(fn, cinfo, ctx, hseed, runner.deadline - time.monotonic())
+        except _RunAborted as exc:
+            example = getattr(exc, "example", "")
+            counter = None
+            if example or ctx.notes:
+                counter = "\n".join(([f"input: {example}"] if example else []) + ctx.notes
+                                    + [f"replay: --seed {run_seed}"])
+            status = "failed" if exc.kind == "forbidden" else "error"
+            message = exc.message
+            if exc.kind == "timeout":
+                message = (f"the run reached its {spec.time_limit_s:g} s time limit: "
+                           f"{exc.message}")
+            elif exc.kind == "forbidden":
+                message = f"forbidden: {exc.message}"
+            results.append(CheckResult(cinfo.name, status, message, counter,
+                                       cinfo.hint if exc.kind != "cancelled" else None))
+            if abort is None or VERDICT_ORDER.index(exc.kind if exc.kind in VERDICT_ORDER
+                                                    else "error") < VERDICT_ORDER.index(
+                    abort.kind if abort.kind in VERDICT_ORDER else "error"):
+                abort = exc
+            if exc.kind == "crashed" and runner.restarts < MAX_RESTARTS:
+                runner.close()
+            continue
+        results.append(res)
+    if progress is not None:
+        progress(total, total, "")
+
+    if abort is not None and abort.kind == "cancelled":
+        return finish("error", results, runner, cancelled=True)
+    statuses = {r.status for r in results}
+    if abort is not None:
+        verdict = abort.kind
+    elif "error" in statuses:
+        verdict = "error"
+    elif "failed" in statuses:
+        verdict = "failed"
+    else:
+        verdict = "passed"
+    if not results:
+        verdict = "error"
+        results.append(CheckResult(LOAD_CHECK, "error", "the challenge defines no checks"))
+    return finish(verdict, results, runner)
+
+
+def _skip_reason(abort: _RunAborted) -> str:
+    return {"timeout": "the time limit was reached", "forbidden": "a forbidden API was used",
+            "cancelled": "cancelled"}.get(abort.kind, abort.kind)
+
+
+def _load_error_message(err: dict[str, Any]) -> str:
+    etype = str(err.get("type", "Exception"))
+    msg = str(err.get("message", ""))
+    line = err.get("line")
+    where = f" (line {line})" if isinstance(line, int) else ""
+    tb = str(err.get("traceback", "") or "")
+    if etype in ("ModuleNotFoundError", "ImportError"):
+        text = f"the solution imports a module that is not available{where}: {msg}"
+    elif etype == "SystemExit":
+        text = f"the solution called sys.exit while being imported{where}: {msg}"
+    elif etype == "SyntaxError":
+        text = f"syntax error{where}: {msg}"
+    else:
+        text = f"importing the solution raised {etype}{where}: {msg}"
+    if tb:
+        text += "\n" + tb
+    return text
+

@@ -1,0 +1,64 @@
+"""Tolerances from one table.
+
+Per-dtype ``(rtol, atol)`` are the defaults of ``torch.testing.assert_close`` (PyTorch docs,
+"torch.testing"). For attention outputs the rule of the flash-attention test suite
+(Dao et al., ``tests/test_flash_attn.py``) applies: the candidate's error against an fp64 reference
+must be within a small multiple (2x) of the error of a same-precision PyTorch baseline, also
+measured against fp64, plus a small absolute slack.
+"""
+
+from __future__ import annotations
+
+import torch
+
+# dtype -> (rtol, atol), as in torch.testing.assert_close
+TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
+    torch.float16: (1e-3, 1e-5),
+    torch.bfloat16: (1.6e-2, 1e-5),
+    torch.float32: (1.3e-6, 1e-5),
+    torch.float64: (1e-7, 1e-7),
+    torch.complex32: (1e-3, 1e-5),
+    torch.complex64: (1.3e-6, 1e-5),
+    torch.complex128: (1e-7, 1e-7),
+}
+
+
+def for_dtype(dtype: torch.dtype) -> tuple[float, float]:
+    """``(rtol, atol)`` for ``dtype``; exact ``(0, 0)`` for integer and bool dtypes."""
+    if dtype in TOLERANCES:
+        return TOLERANCES[dtype]
+    if dtype.is_floating_point:  # fp8 and other narrow formats: as loose as bfloat16
+        return (1.25e-1, 1e-5) if dtype.itemsize == 1 else TOLERANCES[torch.bfloat16]
+    return (0.0, 0.0)
+
+
+def max_abs_error(got: torch.Tensor, exact: torch.Tensor) -> float:
+    """``max |got - exact|`` computed in fp64 (NaN anywhere gives ``inf``)."""
+    diff = (got.detach().double().cpu() - exact.detach().double().cpu()).abs()
+    if diff.numel() == 0:
+        return 0.0
+    if bool(torch.isnan(diff).any()):
+        return float("inf")
+    return float(diff.max())
+
+
+def within_baseline_error(
+    got: torch.Tensor,
+    baseline: torch.Tensor,
+    exact: torch.Tensor,
+    *,
+    factor: float = 2.0,
+    slack: float | None = None,
+) -> tuple[bool, float, float]:
+    """The attention rule: ``err(got) <= factor * err(baseline) + slack``, both against fp64.
+
+    ``got`` is the candidate output, ``baseline`` the same computation done by PyTorch in the
+    candidate's precision and ``exact`` the fp64 reference. ``slack`` defaults to the dtype's
+    ``atol`` from :data:`TOLERANCES` (it keeps the rule meaningful when the baseline is exact).
+    Returns ``(ok, err_got, err_baseline)``.
+    """
+    err_got = max_abs_error(got, exact)
+    err_base = max_abs_error(baseline, exact)
+    if slack is None:
+        slack = for_dtype(got.dtype)[1]
+    return err_got <= factor * err_base + slack, err_got, err_base

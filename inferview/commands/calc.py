@@ -1,0 +1,228 @@
+"""``inferview calc``: the KV-cache and weight-memory calculator over model presets.
+
+``inferview calc kv --model NAME | --config config.json --seq-len N [--batch B] [--dtype D]
+[--weight-dtype D] [--gpu NAME] [--json]`` and ``inferview calc models [--json]``. Every number
+comes from ``inferview.reference.estimators``; torch is never imported.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from inferview.practice.units import format_bytes, format_count, format_value
+from inferview.reference import estimators as est
+from inferview.reference.presets import GPUS, MODELS, get_gpu, get_model
+
+
+class TokenCount(click.ParamType):
+    """A positive integer; ``128k`` means 128 x 1024 = 131072 (the usual reading of "128k context")."""
+
+    name = "tokens"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            n = value
+        else:
+            text = str(value).strip().replace(",", "").replace("_", "")
+            mult = 1
+            if text[-1:].lower() == "k":
+                text, mult = text[:-1], 1024
+            try:
+                n = int(text) * mult
+            except ValueError:
+                self.fail(f"{value!r} is not a whole number (e.g. 8192 or 128k)", param, ctx)
+        if n < 1:
+            self.fail(f"{value!r} must be at least 1", param, ctx)
+        return n
+
+
+def _load_config(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise click.ClickException(f"config file not found: {path}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise click.ClickException(f"cannot read {path}: {exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise click.ClickException(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from exc
+    if not isinstance(data, dict):
+        raise click.ClickException(f"{path}: expected a JSON object (a config.json)")
+    if "num_hidden_layers" not in data and isinstance(data.get("text_config"), dict):
+        data = {**data["text_config"]}  # multimodal configs nest the language model's config
+    for key in ("num_hidden_layers", "num_attention_heads", "hidden_size"):
+        if key not in data:
+            raise click.ClickException(f"{path}: missing {key!r} (is this a Hugging Face config.json?)")
+    return data
+
+
+def _gpu_report(config: dict[str, Any], seq_len: int, batch: int, dtype: str, wdtype: str,
+                gpu_name: str, weights: int) -> dict[str, Any]:
+    g = get_gpu(gpu_name)
+    kv = est.kv_cache_bytes(config, seq_len, batch, dtype)
+    budget = g.memory_bytes - weights
+    limit = config.get("max_position_embeddings")
+    max_ctx = est.max_context_length(config, g.memory_bytes, weights, batch, dtype)
+    return {
+        "name": g.name, "title": g.title, "memory_bytes": g.memory_bytes, "source": g.source,
+        "budget_bytes": budget,
+        "fits": budget >= kv,
+        "max_batch_size": est.max_batch_size(config, seq_len, g.memory_bytes, weights, dtype),
+        "max_context_tokens": max_ctx,
+        "max_position_embeddings": limit,
+    }
+
+
+def kv_report(config: dict[str, Any], seq_len: int, batch: int, dtype: str, wdtype: str,
+              gpu: str | None, name: str, source: str) -> dict[str, Any]:
+    """Everything ``calc kv`` prints, as a JSON-ready dict (bytes as exact integers)."""
+    kv = est.kv_cache_bytes(config, seq_len, batch, dtype)
+    pc = est.param_counts(config)
+    weights = est.weight_bytes(config, wdtype)
+    kinds = est.layer_kinds(config)
+    report: dict[str, Any] = {
+        "model": name, "source": source, "seq_len": seq_len, "batch": batch, "dtype": dtype,
+        "kv_cache_bytes": kv,
+        "kv_cache_human": format_value(kv, "bytes"),
+        "kv_bytes_per_token": est.kv_bytes_per_token(config, dtype),
+        "layers": len(kinds),
+        "sliding_layers": kinds.count("sliding_attention"),
+        "sliding_window": config.get("sliding_window") if "sliding_attention" in kinds else None,
+        "attention": "mla" if est.is_mla(config) else "mha/gqa/mqa",
+        "values_per_token_per_layer": est.kv_values_per_token(config),
+        "num_key_value_heads": None if est.is_mla(config) else est.num_kv_heads(config),
+        "head_dim": None if est.is_mla(config) else est.head_dim(config),
+        "params_total": pc.total,
+        "params_active": pc.active(include_embedding=False),
+        "moe": pc.routed_experts > 0,
+        "weight_dtype": wdtype,
+        "weight_bytes": weights,
+        "weight_human": format_value(weights, "bytes"),
+    }
+    if gpu:
+        report["gpu"] = _gpu_report(config, seq_len, batch, dtype, wdtype, gpu, weights)
+    return report
+
+
+def _print_kv(r: dict[str, Any]) -> None:
+    click.echo(f"{r['model']}  ({r['source']})")
+    if r["attention"] == "mla":
+        shape = f"{r['layers']} layers x {r['values_per_token_per_layer']} latent values (MLA)"
+    else:
+        shape = (f"{r['layers']} layers x 2 (K,V) x {r['num_key_value_heads']} KV heads x "
+                 f"{r['head_dim']} dims")
+    click.echo(f"  KV cache        {r['kv_cache_bytes']:,} bytes = {r['kv_cache_human']}")
+    click.echo(f"                  batch {r['batch']} x {r['seq_len']:,} tokens, {r['dtype']}")
+    click.echo(f"  per token       {format_value(r['kv_bytes_per_token'], 'bytes/token')} "
+               f"({shape} x {est.dtype_bits(r['dtype']) / 8:g} bytes)")
+    if r["sliding_layers"]:
+        click.echo(f"  sliding window  {r['sliding_layers']} of {r['layers']} layers keep only the "
+                   f"last {r['sliding_window']:,} tokens")
+    click.echo(f"  parameters      {format_count(r['params_total'])} total"
+               + (f", {format_count(r['params_active'])} active per token, not counting the input embedding"
+                  if r["moe"] else ""))
+    click.echo(f"  weights         {r['weight_human']} in {r['weight_dtype']}")
+    g = r.get("gpu")
+    if g:
+        click.echo(f"  on {g['title']} ({format_bytes(g['memory_bytes'])}):")
+        if g["budget_bytes"] < 0:
+            click.echo("    the weights alone do not fit")
+            return
+        click.echo(f"    left for the cache   {format_value(g['budget_bytes'], 'bytes')}"
+                   f" -> this cache {'fits' if g['fits'] else 'does NOT fit'}")
+        click.echo(f"    largest batch        {g['max_batch_size']:,} at {r['seq_len']:,} tokens")
+        ctx = g["max_context_tokens"]
+        if ctx is None:
+            ctx_text = "not bounded by memory (every layer slides)"
+        else:
+            ctx_text = f"{ctx:,} tokens"
+            if g["max_position_embeddings"] and ctx > g["max_position_embeddings"]:
+                ctx_text += f" (the model's limit is {g['max_position_embeddings']:,})"
+        click.echo(f"    longest context      {ctx_text} at batch {r['batch']}")
+
+
+@click.group("calc")
+def command() -> None:
+    """KV-cache and weight-memory calculator over real model configurations."""
+
+
+@command.command("kv")
+@click.option("--model", "model", default=None, help="Preset name (see 'inferview calc models').")
+@click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="A Hugging Face config.json instead of a preset.")
+@click.option("--seq-len", "seq_len", type=TokenCount(), required=True,
+              help="Tokens per sequence (128k = 131072).")
+@click.option("--batch", "batch", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Sequences in the batch.")
+@click.option("--dtype", "dtype", type=click.Choice(list(est.DTYPE_BITS), case_sensitive=False),
+              default="bf16", show_default=True, help="KV-cache precision.")
+@click.option("--weight-dtype", "weight_dtype", type=click.Choice(list(est.DTYPE_BITS), case_sensitive=False),
+              default="bf16", show_default=True, help="Weight precision.")
+@click.option("--gpu", "gpu", default=None, help="GPU preset: show the largest batch and context that fit.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (exact byte counts).")
+def kv_cmd(model: str | None, config_path: Path | None, seq_len: int, batch: int, dtype: str,
+           weight_dtype: str, gpu: str | None, as_json: bool) -> None:
+    """KV-cache bytes, per-token cost and what fits on a GPU."""
+    if (model is None) == (config_path is None):
+        raise click.UsageError("give exactly one of --model NAME or --config PATH")
+    if gpu is not None:
+        try:
+            get_gpu(gpu)
+        except KeyError as exc:
+            raise click.UsageError(exc.args[0]) from exc
+    if model is not None:
+        try:
+            preset = get_model(model)
+        except KeyError as exc:
+            raise click.UsageError(exc.args[0]) from exc
+        config, name, source = preset.config_copy(), preset.title, preset.source
+    else:
+        assert config_path is not None
+        config, name, source = _load_config(config_path), config_path.name, str(config_path)
+    try:
+        report = kv_report(config, seq_len, batch, dtype.lower(), weight_dtype.lower(), gpu, name,
+                           source)
+    except ValueError as exc:
+        raise click.ClickException(f"{name}: {exc}") from exc
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    else:
+        _print_kv(report)
+
+
+@command.command("models")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def models_cmd(as_json: bool) -> None:
+    """List the model and GPU presets with their sources."""
+    models = []
+    for p in MODELS.values():
+        c = p.config
+        pc = est.param_counts(c)
+        models.append({
+            "name": p.name, "title": p.title, "layers": c["num_hidden_layers"],
+            "attention": "mla" if est.is_mla(c) else f"{c['num_attention_heads']}q/{est.num_kv_heads(c)}kv",
+            "kv_bytes_per_token_bf16": est.kv_bytes_per_token(c),
+            "params_total": pc.total, "params_active": pc.active(include_embedding=False),
+            "moe": pc.routed_experts > 0, "source": p.source, "notes": p.notes,
+        })
+    gpus = [{"name": g.name, "title": g.title, "memory_bytes": g.memory_bytes,
+             "bf16_flops": g.bf16_flops, "bandwidth_bytes_per_s": g.bandwidth_bytes_per_s,
+             "source": g.source} for g in GPUS.values()]
+    if as_json:
+        click.echo(json.dumps({"models": models, "gpus": gpus}, indent=2))
+        return
+    click.echo("Models")
+    for m in models:
+        act = "" if not m["moe"] else f" ({format_count(m['params_active'])} active)"
+        click.echo(f"  {m['name']:<16} {m['title']:<22} {m['layers']:>3} layers  {m['attention']:<9} "
+                   f"{format_value(m['kv_bytes_per_token_bf16'], 'bytes/token'):<16} "
+                   f"{format_count(m['params_total'])}{act}")
+        click.echo(f"  {'':<16} source: {m['source']}")
+    click.echo("GPUs")
+    for g in gpus:
+        click.echo(f"  {g['name']:<10} {g['title']:<26} {g['memory_bytes'] / 2**30:g} GiB  "
+                   f"{g['bandwidth_bytes_per_s'] / 1e12:g} TB/s  {g['bf16_flops'] / 1e12:g} TFLOP/s bf16")
+        click.echo(f"  {'':<10} source: {g['source']}")

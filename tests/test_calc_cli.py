@@ -1,0 +1,111 @@
+"""``inferview calc``: exact numbers written out by hand, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from click.testing import CliRunner
+
+from inferview.cli import cli
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli, list(args))
+
+
+def kv_json(*args: str) -> dict:
+    r = run("calc", "kv", *args, "--json")
+    assert r.exit_code == 0, r.output
+    return json.loads(r.output)
+
+
+def test_llama3_70b_128k():
+    # 80 layers x 8 kv heads x 128 dim x 2 (K, V) x 2 bytes x 131072 tokens = 40 GiB
+    d = kv_json("--model", "llama-3-70b", "--seq-len", "131072")
+    assert d["kv_cache_bytes"] == 80 * 8 * 128 * 2 * 2 * 131072 == 42_949_672_960
+    assert d["kv_bytes_per_token"] == 327_680
+    assert d["kv_cache_human"].startswith("40 GiB")
+    assert kv_json("--model", "llama-3-70b", "--seq-len", "128k")["kv_cache_bytes"] == 42_949_672_960
+
+
+def test_mistral_beyond_window():
+    # 32 layers x 8 kv heads x 128 x 2 x 2 bytes x 4096 (window), although 32768 tokens were asked
+    d = kv_json("--model", "mistral-7b", "--seq-len", "32768", "--batch", "2")
+    assert d["kv_cache_bytes"] == 2 * 32 * 8 * 128 * 2 * 2 * 4096 == 1_073_741_824
+    assert d["sliding_layers"] == 32 and d["sliding_window"] == 4096
+
+
+def test_deepseek_v3_mla():
+    # 61 layers x (512 + 64) x 2 bytes = 70,272 bytes per token
+    d = kv_json("--model", "deepseek-v3", "--seq-len", "1000")
+    assert d["kv_bytes_per_token"] == 61 * (512 + 64) * 2 == 70_272
+    assert d["kv_cache_bytes"] == 70_272 * 1000
+    assert d["attention"] == "mla"
+
+
+def test_gpu_fit():
+    d = kv_json("--model", "llama-3-8b", "--seq-len", "8192", "--gpu", "h100-sxm")
+    g = d["gpu"]
+    per_seq = 32 * 8 * 128 * 2 * 2 * 8192
+    budget = 80 * 2**30 - d["weight_bytes"]
+    assert g["budget_bytes"] == budget and g["max_batch_size"] == budget // per_seq
+    assert g["max_context_tokens"] == budget // (32 * 8 * 128 * 2 * 2)
+
+
+def test_config_file(tmp_path):
+    cfg = {"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 256, "vocab_size": 100,
+           "intermediate_size": 512}
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    d = kv_json("--config", str(p), "--seq-len", "10", "--dtype", "int4")
+    assert d["kv_cache_bytes"] == 2 * 2 * 4 * 64 * 10 // 2
+
+
+def test_text_output_mentions_window_and_gpu():
+    r = run("calc", "kv", "--model", "gpt-oss-120b", "--seq-len", "65536", "--gpu", "h200",
+              "--weight-dtype", "int4")
+    assert r.exit_code == 0
+    assert "18 of 36 layers keep only the last 128 tokens" in r.output
+    assert "largest batch" in r.output
+
+
+def test_models_lists_sources():
+    r = run("calc", "models", "--json")
+    d = json.loads(r.output)
+    names = {m["name"] for m in d["models"]}
+    assert {"llama-2-7b", "deepseek-v3", "gpt-oss-120b", "mixtral-8x7b"} <= names
+    assert all(m["source"] for m in d["models"]) and all(g["source"] for g in d["gpus"])
+    assert "source:" in run("calc", "models").output
+
+
+def test_errors_are_one_line(tmp_path):
+    r = run("calc", "kv", "--model", "llama-9", "--seq-len", "5")
+    assert r.exit_code == 2 and "unknown model" in r.output
+    r = run("calc", "kv", "--model", "llama-3-8b", "--seq-len", "lots")
+    assert r.exit_code == 2 and "not a whole number" in r.output
+    r = run("calc", "kv", "--model", "llama-3-8b", "--seq-len", "0")
+    assert r.exit_code == 2
+    r = run("calc", "kv", "--model", "llama-3-8b", "--seq-len", "5", "--gpu", "tpu")
+    assert r.exit_code == 2 and "unknown GPU" in r.output
+    r = run("calc", "kv", "--seq-len", "5")
+    assert r.exit_code == 2 and "exactly one" in r.output
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"num_hidden_layers": ')
+    r = run("calc", "kv", "--config", str(bad), "--seq-len", "5")
+    assert r.exit_code == 1 and "not valid JSON" in r.output
+    bad.write_text('{"hidden_size": 4}')
+    r = run("calc", "kv", "--config", str(bad), "--seq-len", "5")
+    assert r.exit_code == 1 and "missing 'num_hidden_layers'" in r.output
+    r = run("calc", "kv", "--config", str(tmp_path / "none.json"), "--seq-len", "5")
+    assert r.exit_code == 1 and "not found" in r.output
+
+
+def test_calc_does_not_import_torch():
+    code = ("import sys; from inferview.cli import main\n"
+            "try:\n    main(['calc', 'kv', '--model', 'llama-3-8b', '--seq-len', '10'])\n"
+            "except SystemExit:\n    pass\n"
+            "print('torch' in sys.modules, 'textual' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "False False"

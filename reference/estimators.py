@@ -35,6 +35,7 @@ __all__ = [
     "DTYPE_BITS",
     "ParamCounts",
     "attention_flops",
+    "attention_matrix_bytes",
     "bytes_to_fit",
     "decode_arithmetic_intensity",
     "decode_step_bytes",
@@ -426,6 +427,16 @@ def attention_flops(config: Config, seq_len: int, batch_size: int = 1, causal: b
         w = window if kind == "sliding_attention" else None
         total += 2 * heads * (d_qk + d_v) * _attended_pairs(seq_len, w, causal)
     return batch_size * total
+
+
+def attention_matrix_bytes(config: Config, seq_len: int, batch_size: int = 1,
+                           dtype: str = "fp16") -> int:
+    """Bytes of one layer's full attention-score matrix, as naive attention materialises it in
+    HBM: ``batch * num_attention_heads * T * T * bits / 8`` (Dao et al. 2022, FlashAttention: the
+    memory it never writes). Grows quadratically in ``T``, unlike the KV cache.
+    """
+    heads = _int(config, "num_attention_heads")
+    return -(-batch_size * heads * seq_len * seq_len * dtype_bits(dtype) // 8)
 
 
 def _expected_experts_touched(experts: int, top_k: int, batch_size: int) -> float:

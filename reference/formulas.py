@@ -154,6 +154,13 @@ _Q = [
         required=("seq_len",), defaults={"batch": 1, "causal": "false"},
     ),
     Quantity(
+        "attention_matrix_bytes", "bytes",
+        "batch x heads x T x T x bytes per element, for one layer's score matrix",
+        lambda c, p: float(est.attention_matrix_bytes(c, int(p["seq_len"]), int(p["batch"]),
+                                                      str(p["dtype"]))),
+        required=("seq_len",), defaults={"batch": 1, "dtype": "fp16"},
+    ),
+    Quantity(
         "decode_step_flops", "flops",
         "2 x matmul parameters x batch + attention over the cached tokens",
         lambda c, p: est.decode_step_flops(c, int(p["batch"]), int(p["context_len"])),

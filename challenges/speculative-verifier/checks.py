@@ -1,0 +1,210 @@
+"""Checks for ``speculative-verifier``: calibration under a correct step, power against wrong ones.
+
+The submission's ``preserves_distribution(step, target_probs, draft_probs, num_samples, generator)``
+gets steps from ``worker_helpers.py``: ``correct_step`` (Leviathan et al. 2023, Algorithm 1) and
+nine wrong steps, each with one classic mistake. A good verifier returns p-values that are roughly
+uniform under the correct step and tiny under every wrong one.
+
+False-failure rates for a correct verifier: the calibration check fails when 4 or more of 12
+p-values under the correct step fall below 0.01, which a valid test does with probability below
+``5e-6`` (Binomial(12, 0.01) tail). Each detection check fails when the p-value is not below 0.01;
+on these distributions, with ``num_samples = 4000``, per-position chi-square tests with a Bonferroni
+correction give p-values below ``1e-16`` for every wrong step (checked over many seeds in the test
+suite), so a sound verifier misses one with negligible probability. The reproducibility check
+cannot fail a verifier whose every draw comes from ``generator``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from inferview.graders.api import CheckFailed, Ctx, WorkerFunction, check
+
+NUM_SAMPLES = 4000
+"""Rows per call of the submission."""
+
+DETECT_BELOW = 0.01
+"""A wrong step counts as detected when the returned p-value is below this."""
+
+CALIBRATION_RUNS = 12
+"""Runs under the correct step in the calibration check."""
+
+CALIBRATION_MAX_SMALL = 3
+"""At most this many of those runs may give p < 0.01 (P(Binomial(12, 0.01) >= 4) < 5e-6)."""
+
+HELPERS = "worker_helpers.py"
+
+
+def _normalise(rows: list[list[float]]) -> torch.Tensor:
+    t = torch.tensor(rows, dtype=torch.float64)
+    return (t / t.sum(-1, keepdim=True)).float()
+
+
+# The main case: G = 3, V = 6, acceptance rates (0.70, 0.60, 0.70), P(all accepted) = 0.294; every
+# position differs from the next, and p_3 (the bonus distribution) gives token 0 probability 0
+# while p_2 does not, so a bonus token drawn from p_2 soon emits an impossible token.
+MAIN = {
+    "target": _normalise([[4, 3, 1, 1, 1, 0],
+                          [1, 4, 3, 1, 0, 1],
+                          [1, 1, 4, 3, 1, 0],
+                          [0, 1, 1, 1, 3, 4]]),
+    "draft": _normalise([[2, 4, 2, 0, 1, 1],
+                         [2, 3, 1, 3, 1, 0],
+                         [3, 1, 2, 3, 0, 1]]),
+}
+# Many exact zeros in both models: a verifier must handle tokens the target never emits.
+SPARSE = {
+    "target": _normalise([[1, 1, 0, 0, 2, 0],
+                          [0, 3, 1, 0, 0, 1],
+                          [2, 0, 0, 1, 1, 0],
+                          [0, 0, 1, 1, 0, 2]]),
+    "draft": _normalise([[1, 0, 1, 0, 1, 1],
+                         [0, 1, 1, 1, 0, 1],
+                         [1, 1, 0, 1, 1, 0]]),
+}
+# Draft equal to the target: every draft token is accepted, every row reaches the bonus token.
+EQUAL = {"target": MAIN["target"], "draft": MAIN["target"][:3].clone()}
+
+CASES = {"main": MAIN, "sparse (zeros in both models)": SPARSE, "draft equal to target": EQUAL}
+
+
+def _pvalue(ctx: Ctx, step: str, case: dict, seed: int) -> float:
+    """Run the submission once and validate that it returned a p-value."""
+    got = ctx.sub.call("preserves_distribution", WorkerFunction(HELPERS, step),
+                       case["target"].to(ctx.device), case["draft"].to(ctx.device), NUM_SAMPLES,
+                       ctx.generator(seed=seed))
+    if isinstance(got, torch.Tensor) and got.numel() == 1 and got.is_floating_point():
+        got = float(got.item())
+    if isinstance(got, bool) or not isinstance(got, (int, float)):
+        raise CheckFailed(f"preserves_distribution must return a float p-value, got {got!r}")
+    value = float(got)
+    if math.isnan(value):
+        raise CheckFailed(f"the p-value is NaN (step {step}, seed {seed}); guard positions that no "
+                          f"row reaches and tokens of probability 0")
+    if not 0.0 <= value <= 1.0:
+        raise CheckFailed(f"the p-value must lie in [0, 1], got {value!r} (step {step}, seed "
+                          f"{seed}): return the p-value, not the test statistic")
+    return value
+
+
+def _seed(ctx: Ctx, salt: int) -> int:
+    return (ctx.seed * 1_000_003 + 7919 * salt) % (2**62)
+
+
+@check("returns a p-value in [0, 1]",
+       hint="Return a Python float: the p-value of your test (e.g. scipy.stats.chi2.sf(stat, dof)), "
+            "never the statistic, and never NaN.")
+def returns_pvalue(ctx: Ctx) -> None:
+    """One run per case under the correct step; the value must be a float in [0, 1]."""
+    for i, case in enumerate(CASES.values()):
+        _pvalue(ctx, "correct_step", case, _seed(ctx, i))
+
+
+@check("a correct step is not rejected more often than chance allows",
+       hint="Test the emitted tokens against the target p_j, not the draft q_j; at position j use "
+            "only the rows that reach it (num_accepted >= j), and correct for testing several "
+            "positions (Bonferroni: multiply the smallest p-value by the number of tests).")
+def calibrated_under_correct_step(ctx: Ctx) -> None:
+    """12 runs (4 per case) under the correct step; fails when 4 or more give p < 0.01
+    (false-failure rate below 5e-6 for a valid test)."""
+    names = list(CASES)
+    small = []
+    for r in range(CALIBRATION_RUNS):
+        name = names[r % len(names)]
+        seed = _seed(ctx, 100 + r)
+        pv = _pvalue(ctx, "correct_step", CASES[name], seed)
+        if pv < DETECT_BELOW:
+            small.append(f"{name}, seed {seed}: p = {pv:.2e}")
+    if len(small) > CALIBRATION_MAX_SMALL:
+        raise CheckFailed(
+            f"{len(small)} of {CALIBRATION_RUNS} runs under a correct step gave p < {DETECT_BELOW} "
+            f"(chance allows about {CALIBRATION_RUNS * DETECT_BELOW:.2f}); your test rejects a "
+            f"sampler that preserves the distribution:\n  " + "\n  ".join(small[:6]))
+
+
+def _detects(ctx: Ctx, step: str, salt: int) -> None:
+    seed = _seed(ctx, salt)
+    pv = _pvalue(ctx, step, MAIN, seed)
+    if not pv < DETECT_BELOW:
+        raise CheckFailed(f"the wrong step {step} got p = {pv:.3g} (seed {seed}, {NUM_SAMPLES} "
+                          f"samples); a sound test gives p < 1e-16 here, and the check needs "
+                          f"p < {DETECT_BELOW}")
+
+
+@check("detects a residual that is not clamped (|p - q|)",
+       hint="Compare the first emitted token with p_0: a residual |p - q| puts mass on tokens the "
+            "draft over-weights.")
+def detects_abs_residual(ctx: Ctx) -> None:
+    _detects(ctx, "abs_residual_step", 200)
+
+
+@check("detects a residual that is not renormalised",
+       hint="Tokens of target probability 0 must never appear; an unnormalised inverse CDF piles "
+            "the missing mass on the last token.")
+def detects_unnormalised_residual(ctx: Ctx) -> None:
+    _detects(ctx, "unnormalised_residual_step", 201)
+
+
+@check("detects a bonus token drawn from the wrong position",
+       hint="The bonus token (num_accepted == gamma) is position gamma and must follow "
+            "target_probs[gamma]: test that position too.")
+def detects_bonus_position(ctx: Ctx) -> None:
+    _detects(ctx, "bonus_from_last_draft_position_step", 202)
+
+
+@check("detects one uniform shared by all draft positions",
+       hint="This bug leaves the first token right. Test every position j over the rows with "
+            "num_accepted >= j.")
+def detects_shared_uniform(ctx: Ctx) -> None:
+    _detects(ctx, "shared_uniform_step", 203)
+
+
+@check("detects deterministic acceptance (p >= q)",
+       hint="Compare the first emitted token with p_0.")
+def detects_deterministic_accept(ctx: Ctx) -> None:
+    _detects(ctx, "deterministic_accept_step", 204)
+
+
+@check("detects an acceptance ratio upside down (q / p)",
+       hint="Compare the first emitted token with p_0.")
+def detects_inverted_ratio(ctx: Ctx) -> None:
+    _detects(ctx, "inverted_ratio_step", 205)
+
+
+@check("detects resampling from p instead of the residual",
+       hint="Compare the first emitted token with p_0.")
+def detects_resample_from_target(ctx: Ctx) -> None:
+    _detects(ctx, "resample_from_target_step", 206)
+
+
+@check("detects counting accepted tokens that follow a rejection",
+       hint="The emitted sequence is the draft tokens before num_accepted, then next_token; test "
+            "each position against the target.")
+def detects_total_accepted(ctx: Ctx) -> None:
+    _detects(ctx, "total_accepted_step", 207)
+
+
+@check("detects num_accepted = 0 when nothing was rejected",
+       hint="Compare the first emitted token with p_0: all-accepted rows that emit a residual "
+            "token skew it.")
+def detects_argmax_off_by_gamma(ctx: Ctx) -> None:
+    _detects(ctx, "first_rejection_argmax_step", 208)
+
+
+@check("the same generator state gives the same p-value",
+       hint="Sample the draft tokens with generator=generator and pass the same generator to step; "
+            "never use the global RNG or a generator of your own.")
+def reproducible(ctx: Ctx) -> None:
+    """Two runs from the same generator state must return the same p-value; three runs from
+    different states must not all agree (continuous p-values coincide with probability ~0)."""
+    seed = _seed(ctx, 300)
+    a = _pvalue(ctx, "correct_step", MAIN, seed)
+    b = _pvalue(ctx, "correct_step", MAIN, seed)
+    if a != b:
+        raise CheckFailed(f"two runs from the same generator state (seed {seed}) returned {a!r} and "
+                          f"{b!r}: every random draw must come from generator")
+    others = [_pvalue(ctx, "correct_step", MAIN, seed + k) for k in (1, 2)]
+    if all(o == a for o in others):
+        raise CheckFailed(f"generators in three different states all gave p = {a!r}: the result "
+                          f"does not depend on the generator you were given")

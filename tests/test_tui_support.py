@@ -60,7 +60,7 @@ questions:
     source: "seed: Inference interview guide — The KV Cache"
     prompt: Why isn't generating the 500th token 500 times more expensive than the first?
     answer: The KV cache stores every token's keys and values, so each step only computes the new token.
-    follow_ups: [kv-choice]
+    follow_ups: [fa-exact]
     key_points:
       - point: keys and values of earlier tokens are cached
         phrases: [cache the keys and values, stores keys and values, kv cache]
@@ -80,6 +80,16 @@ questions:
     options:
       - {text: Sequence length, correct: true, why: One entry per token.}
       - {text: Vocabulary size, why: The vocabulary does not enter the cache.}
+  - id: kv-size-drill
+    kind: numeric
+    topic: kv-cache
+    difficulty: medium
+    source: "seed: Inference interview guide — The KV Cache"
+    prompt: How big is the KV cache of {model} for one sequence of {seq_len} tokens in {dtype}?
+    answer: "{value}: layers x 2 x KV heads x head dim x bytes x tokens."
+    quantity: kv_cache_bytes
+    unit: bytes
+    params: {model: [llama-3-70b], seq_len: [131072], dtype: [bf16], batch: [1]}
   - id: fa-exact
     kind: choice
     topic: flash-attention

@@ -30,6 +30,11 @@ class InitialChallenge:
     """Edit this file instead of the workspace's ``solution.py``."""
 
 
+STYLESHEETS = ["app.tcss", "home.tcss", "practice.tcss", "challenge.tcss", "calculator.tcss", "stats.tcss",
+               "mock.tcss"]
+"""One stylesheet per screen (``mock.tcss`` belongs to the mock-interview screen)."""
+
+
 def _lazy(module: str, name: str) -> Callable[[], Screen]:
     """A screen factory that imports the screen's module only when the screen is first shown."""
 
@@ -43,7 +48,7 @@ class InferviewApp(App[None]):
     """Home, practice, challenges, calculator, stats and help."""
 
     TITLE = "inferview"
-    CSS_PATH = ["app.tcss", "home.tcss", "practice.tcss", "challenge.tcss", "calculator.tcss", "stats.tcss"]
+    CSS_PATH = [name for name in STYLESHEETS if (Path(__file__).parent / name).is_file()]
     SCREENS = {
         "help": _lazy("help", "HelpScreen"),
         "challenges": _lazy("challenges", "ChallengesScreen"),

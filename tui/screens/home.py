@@ -24,7 +24,7 @@ class HomeScreen(Screen[None]):
         Binding("p", "practice", "Practice"),
         Binding("c", "challenges", "Challenges"),
         Binding("m", "mock", "Mock"),
-        Binding("k", "calculator", "Calculator"),
+        Binding("k", "calculator", "Calc"),
         Binding("s", "stats", "Stats"),
         Binding("e", "errors", "Errors"),
     ]
@@ -72,9 +72,9 @@ class HomeScreen(Screen[None]):
         passed = sum(1 for s in status.values() if s["status"] == "passed")
         today = Text()
         today.append(f"{due_total}", style="bold yellow" if due_total else "bold")
-        today.append(" reviews due\n")
+        today.append(" review due\n" if due_total == 1 else " reviews due\n")
         today.append(f"{new_total}", style="bold")
-        today.append(" new questions\n")
+        today.append(" new question\n" if new_total == 1 else " new questions\n")
         today.append(f"{store.streak(now.date())}", style="bold")
         today.append(" day streak\n")
         today.append(f"{passed}/{len(library.challenges)}", style="bold")
@@ -97,11 +97,11 @@ class HomeScreen(Screen[None]):
                                                                    (" (n)", "dim")))
         notices = self.query_one("#notices", Static)
         lines = []
-        if store.notice:
-            lines.append(f"[b]Store:[/b] {store.notice}")
         if library.errors:
             n = len(library.errors)
             lines.append(f"[b]{n} content problem{'s' if n != 1 else ''}[/b] — some content was skipped; press e")
+        if store.notice:
+            lines.append(f"[b]Store:[/b] {store.notice}")
         notices.update("\n".join(lines))
         notices.display = bool(lines)
         self.refresh_bindings()

@@ -1,0 +1,201 @@
+"""A practice session: the review queue, rendering, grading, corrections and ratings.
+
+The queue is the scheduler's (FSRS; due cards first, then new questions in topic order). Numeric
+drills are rendered from their templates with a seed that changes with every attempt, so a retry
+asks about other numbers. Each question answered is saved once, with its final result (after the
+user's corrections of the key points) and its self-rating, and the rating feeds FSRS. No textual.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from inferview.content.models import ChoiceQuestion, NumericQuestion, OpenQuestion
+from inferview.practice.choice import display_order
+from inferview.practice.drills import RenderedDrill, render
+from inferview.practice.grading import PASS_SCORE, grade_answer
+from inferview.practice.openq import FLAG_PENALTY
+from inferview.practice.scheduler import ReviewScheduler, suggest_rating
+
+NEW_PER_SESSION = 10
+RATINGS = {1: "Again", 2: "Hard", 3: "Good", 4: "Easy"}
+
+
+@dataclass
+class PracticeItem:
+    """One question as shown: its prompt, and for numeric drills the rendered instance."""
+
+    question: Any
+    prompt: str
+    due: bool
+    """A review of a card (True) or a new question (False)."""
+    rendered: RenderedDrill | None = None
+    order: list[int] | None = None
+    """Choice questions: option indices in display order."""
+
+
+@dataclass
+class Feedback:
+    """A graded answer waiting for its self-rating; ``result`` reflects the user's corrections."""
+
+    item: PracticeItem
+    answer: str
+    result: dict[str, Any]
+    duration_s: float | None
+    corrected: bool = False
+
+    @property
+    def correct(self) -> bool:
+        return bool(self.result["correct"])
+
+    @property
+    def suggested_rating(self) -> int:
+        return suggest_rating(float(self.result["score"]), self.correct)
+
+
+def open_score(hits: int, misses: int, flags: int) -> float:
+    """The open-answer score of ``inferview.practice.openq``: key points hit, less a penalty per
+    misconception, clipped to [0, 1]."""
+    total = hits + misses
+    base = hits / total if total else 1.0
+    return max(0.0, min(1.0, base - FLAG_PENALTY * flags))
+
+
+class PracticeSession:
+    """Due reviews then new questions, on one topic or all of them."""
+
+    def __init__(self, library: Any, store: Any, topic: str | None, now: Callable[[], datetime],
+                 new_limit: int = NEW_PER_SESSION) -> None:
+        self.library = library
+        self.store = store
+        self.topic = topic
+        self.now = now
+        self.scheduler = ReviewScheduler(store, now=now)
+        due = set(self.scheduler.due(topic))
+        self.queue: list[str] = self.scheduler.queue(library.questions.values(), list(library.topics),
+                                                     topic, new_limit)
+        self.due_ids = due
+        self.answered = 0
+        self.right = 0
+        self._item: PracticeItem | None = None
+
+    @property
+    def remaining(self) -> int:
+        return len(self.queue)
+
+    def current(self) -> PracticeItem | None:
+        """The question to show now (None when the queue is empty)."""
+        if not self.queue:
+            return None
+        qid = self.queue[0]
+        if self._item is not None and self._item.question.id == qid:
+            return self._item
+        q = self.library.questions[qid]
+        seed = len(self.store.question_attempts(question_id=qid))
+        item = PracticeItem(q, q.prompt, qid in self.due_ids)
+        if isinstance(q, NumericQuestion):
+            item.rendered = render(q, seed=seed)
+            item.prompt = item.rendered.prompt
+        elif isinstance(q, ChoiceQuestion):
+            item.order = display_order(q, seed)
+        self._item = item
+        return item
+
+    def grade(self, answer: str | Iterable[int], duration_s: float | None = None) -> Feedback:
+        """Grade the current question's answer (text, or chosen option indices)."""
+        item = self.current()
+        if item is None:
+            raise IndexError("no question left")
+        result = grade_answer(item.question, answer, item.rendered).to_dict()
+        shown = answer if isinstance(answer, str) else ", ".join(
+            item.question.options[i].text for i in sorted(answer))
+        return Feedback(item, shown, result, duration_s)
+
+    def toggle_key_point(self, feedback: Feedback, point: str) -> None:
+        """The user says the grader got a key point wrong: move it between hits and misses."""
+        hits, misses = feedback.result["hits"], feedback.result["misses"]
+        if point in hits:
+            hits.remove(point)
+            misses.append(point)
+        elif point in misses:
+            misses.remove(point)
+            hits.append(point)
+        else:
+            raise KeyError(point)
+        self._rescore(feedback)
+
+    def dismiss_flag(self, feedback: Feedback, claim: str) -> None:
+        """The user says a misconception was flagged wrongly (e.g. quoted to refute it)."""
+        flags = feedback.result["flags"]
+        kept = [f for f in flags if f["claim"] != claim]
+        feedback.result.setdefault("dismissed_flags", []).extend(f for f in flags if f["claim"] == claim)
+        feedback.result["flags"] = kept
+        self._rescore(feedback)
+
+    def _rescore(self, feedback: Feedback) -> None:
+        r = feedback.result
+        r["score"] = open_score(len(r["hits"]), len(r["misses"]), len(r["flags"]))
+        r["correct"] = r["score"] >= PASS_SCORE and not r["flags"]
+        r["partial"] = not r["correct"] and r["score"] > 0
+        total = len(r["hits"]) + len(r["misses"])
+        r["message"] = f"{len(r['hits'])} of {total} key points" + (
+            f", {len(r['flags'])} misconception(s) flagged." if r["flags"] else ".")
+        r["corrected_by_user"] = True
+        feedback.corrected = True
+
+    def rate(self, feedback: Feedback, rating: int) -> datetime:
+        """Save the attempt with its rating, schedule the next review, and move on. Returns the
+        question's next due time."""
+        if rating not in RATINGS:
+            raise ValueError(f"rating must be 1-4, not {rating}")
+        now = self.now()
+        q = feedback.item.question
+        self.store.record_question_attempt(
+            q.id, q.topic, q.kind, feedback.answer, copy.deepcopy(feedback.result), feedback.correct,
+            rating=rating, duration_s=feedback.duration_s, at=now,
+        )
+        due = self.scheduler.review(q.id, q.topic, rating, when=now, duration_s=feedback.duration_s)
+        self.answered += 1
+        self.right += int(feedback.correct)
+        self._advance()
+        return due
+
+    def abandon(self, feedback: Feedback) -> None:
+        """Save a graded answer that was never rated (the user left): kept, but not scheduled."""
+        q = feedback.item.question
+        self.store.record_question_attempt(
+            q.id, q.topic, q.kind, feedback.answer, copy.deepcopy(feedback.result), feedback.correct,
+            duration_s=feedback.duration_s, at=self.now(),
+        )
+
+    def skip(self) -> None:
+        """Move the current question to the end of the queue."""
+        if self.queue:
+            self.queue.append(self.queue.pop(0))
+            self._item = None
+
+    def ask_follow_ups(self, ids: list[str]) -> list[str]:
+        """Put follow-up questions right after the current one; returns those added."""
+        added = [i for i in ids if i in self.library.questions and i not in self.queue[:1]]
+        rest = [i for i in self.queue[1:] if i not in added]
+        self.queue = self.queue[:1] + added + rest
+        return added
+
+    def _advance(self) -> None:
+        if self.queue:
+            self.queue.pop(0)
+        self._item = None
+
+
+def kind_hint(question: Any) -> str:
+    """What the answer box expects."""
+    if isinstance(question, OpenQuestion):
+        return "Answer in a few sentences, as you would out loud. ctrl+s submits."
+    if isinstance(question, ChoiceQuestion):
+        return ("Select every correct option (space), then ctrl+s." if question.multiple
+                else "Select one option (space), then ctrl+s.")
+    return "A number with its unit, e.g. 40 GiB, 320 KiB/token, 7.2e9 params. Enter submits."

@@ -1,0 +1,313 @@
+"""Practice: a question card, an answer box, grading by kind, the model answer, key points hit
+and missed (correctable), misconceptions flagged, follow-ups, and a self-rating that feeds FSRS."""
+
+from __future__ import annotations
+
+import time
+
+from inferview.tui.practice_session import RATINGS, Feedback, PracticeSession, kind_hint
+from rich.console import Group
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import (
+    ContentSwitcher,
+    Footer,
+    Header,
+    Input,
+    Markdown,
+    SelectionList,
+    Static,
+    TextArea,
+)
+from textual.widgets.selection_list import Selection
+
+from inferview.content.models import ChoiceQuestion, NumericQuestion, OpenQuestion
+
+
+def _point_label(point: str, hit: bool) -> Text:
+    return Text.assemble(("✓ hit     " if hit else "✗ missed  ", "green" if hit else "red"), point)
+
+
+def _flag_label(claim: str, flagged: bool) -> Text:
+    return Text.assemble(("flagged   " if flagged else "dismissed ", "red" if flagged else "dim"), claim)
+
+
+class PracticeScreen(Screen[None]):
+    """One question at a time from the review queue."""
+
+    BINDINGS = [
+        Binding("ctrl+s", "submit", "Submit", priority=True),
+        Binding("1", "rate(1)", "Again", show=False),
+        Binding("2", "rate(2)", "Hard", show=False),
+        Binding("3", "rate(3)", "Good", show=False),
+        Binding("4", "rate(4)", "Easy", show=False),
+        Binding("f", "follow_ups", "Follow-ups"),
+        Binding("ctrl+n", "skip", "Skip", priority=True),
+        Binding("escape", "back", "Back"),
+    ]
+
+    def __init__(self, topic: str | None = None) -> None:
+        super().__init__()
+        self.topic = topic
+        self.feedback: Feedback | None = None
+        self._shown_at = time.monotonic()
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(id="practice-status")
+        with ContentSwitcher(id="practice-switch", initial="asking"):
+            with Vertical(id="asking"):
+                with VerticalScroll(id="card-scroll"):
+                    yield Markdown(id="card")
+                yield Static(id="answer-hint", classes="muted")
+                yield TextArea(id="answer-open", soft_wrap=True, tab_behavior="focus")
+                yield SelectionList[int](id="answer-choice")
+                yield Input(id="answer-numeric", placeholder="e.g. 40 GiB")
+            with VerticalScroll(id="feedback"):
+                yield Static(id="verdict")
+                yield Static("Key points — space toggles one the grader got wrong", id="kp-label", classes="muted")
+                yield SelectionList[str](id="key-points")
+                yield Static("Misconceptions flagged — space dismisses a wrong flag", id="flag-label",
+                             classes="muted")
+                yield SelectionList[str](id="flags")
+                yield Static(id="details")
+                yield Markdown(id="model-answer")
+                yield Static(id="follow-ups")
+            with Vertical(id="finished"):
+                yield Static(id="finished-text")
+        yield Static(id="rating-bar")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        services = self.app.services
+        library = services.get_library()
+        self.session = PracticeSession(library, services.get_store(), self.topic, services.now)
+        self.sub_title = f"Practice · {library.topic_title(self.topic)}" if self.topic else "Practice · all topics"
+        self.show_current()
+
+    # ------------------------------------------------------------------ asking
+
+    def show_current(self) -> None:
+        """Show the question at the head of the queue, or the end of the session."""
+        self.feedback = None
+        switch = self.query_one("#practice-switch", ContentSwitcher)
+        item = self.session.current()
+        self.query_one("#rating-bar", Static).display = False
+        if item is None:
+            switch.current = "finished"
+            s = self.session
+            text = Text("Nothing left to practise here today.\n\n", style="bold")
+            if s.answered:
+                text.append(f"{s.answered} answered, {s.right} right. ")
+            text.append("Escape goes back; new questions and reviews come due over the next days.")
+            self.query_one("#finished-text", Static).update(text)
+            self._status()
+            self.refresh_bindings()
+            return
+        switch.current = "asking"
+        q = item.question
+        self.query_one("#card", Markdown).update(item.prompt)
+        self.query_one("#card-scroll").scroll_home(animate=False)
+        self.query_one("#answer-hint", Static).update(kind_hint(q))
+        boxes = {"answer-open": OpenQuestion, "answer-choice": ChoiceQuestion, "answer-numeric": NumericQuestion}
+        for box_id, kind in boxes.items():
+            self.query_one(f"#{box_id}").display = isinstance(q, kind)
+        if isinstance(q, OpenQuestion):
+            box = self.query_one("#answer-open", TextArea)
+            box.load_text("")
+        elif isinstance(q, ChoiceQuestion):
+            box = self.query_one("#answer-choice", SelectionList)
+            box.clear_options()
+            box.add_options([Selection(q.options[i].text, i) for i in item.order or range(len(q.options))])
+            box.highlighted = 0
+        else:
+            box = self.query_one("#answer-numeric", Input)
+            box.value = ""
+        box.focus()
+        self._shown_at = time.monotonic()
+        self._status()
+        self.refresh_bindings()
+
+    def _status(self) -> None:
+        item = self.session.current()
+        s = self.session
+        parts = [f"{s.remaining} left", f"{s.answered} answered"]
+        if item is not None:
+            q = item.question
+            parts.insert(0, f"{'review' if item.due else 'new'} · {self.session.library.topic_title(q.topic)} · "
+                            f"{q.difficulty}")
+        self.query_one("#practice-status", Static).update(" · ".join(parts))
+
+    def action_submit(self) -> None:
+        item = self.session.current()
+        if item is None or self.feedback is not None:
+            return
+        q = item.question
+        if isinstance(q, OpenQuestion):
+            answer: str | list[int] = self.query_one("#answer-open", TextArea).text
+        elif isinstance(q, ChoiceQuestion):
+            answer = list(self.query_one("#answer-choice", SelectionList).selected)
+        else:
+            answer = self.query_one("#answer-numeric", Input).value
+        if (isinstance(answer, str) and not answer.strip()) or (isinstance(answer, list) and not answer):
+            self.notify("Answer first (or ctrl+n to skip).", severity="warning")
+            return
+        self.feedback = self.session.grade(answer, round(time.monotonic() - self._shown_at, 1))
+        self.show_feedback()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.action_submit()
+
+    # ------------------------------------------------------------------ feedback
+
+    def show_feedback(self) -> None:
+        """Show what grading found, and ask for the self-rating."""
+        fb = self.feedback
+        assert fb is not None
+        r = fb.result
+        self.query_one("#practice-switch", ContentSwitcher).current = "feedback"
+        self._verdict()
+        q = fb.item.question
+        is_open = isinstance(q, OpenQuestion)
+        kps = self.query_one("#key-points", SelectionList)
+        kps.clear_options()
+        if is_open:
+            points = [kp.point for kp in q.key_points]
+            kps.add_options([Selection(_point_label(p, p in r["hits"]), p, p in r["hits"], id=f"kp-{i}")
+                             for i, p in enumerate(points)])
+            kps.highlighted = 0
+        flags = self.query_one("#flags", SelectionList)
+        flags.clear_options()
+        flags.add_options([Selection(_flag_label(f["claim"], True), f["claim"], True, id=f"flag-{i}")
+                           for i, f in enumerate(r["flags"])])
+        for wid in ("#kp-label", "#key-points"):
+            self.query_one(wid).display = is_open
+        for wid in ("#flag-label", "#flags"):
+            self.query_one(wid).display = bool(r["flags"])
+        self.query_one("#details", Static).update(self._details(fb))
+        self.query_one("#model-answer", Markdown).update(f"**Model answer.** {r['model_answer']}")
+        follow = [fid for fid in r.get("follow_ups", []) if fid in self.session.library.questions]
+        fu = self.query_one("#follow-ups", Static)
+        fu.display = bool(follow)
+        if follow:
+            first = self.session.library.questions[follow[0]].prompt.strip().splitlines()[0]
+            more = f" (+{len(follow) - 1} more)" if len(follow) > 1 else ""
+            fu.update(Text.assemble(("Follow-up an interviewer would ask (f): ", "bold"), first, more))
+        self.query_one("#feedback", VerticalScroll).scroll_home(animate=False)
+        (kps if is_open else self.query_one("#feedback")).focus()
+        self._rating_bar()
+        self.refresh_bindings()
+
+    def _verdict(self) -> None:
+        fb = self.feedback
+        assert fb is not None
+        r = fb.result
+        mark, style = ("✓ Right", "bold green") if r["correct"] else (
+            ("~ Partly", "bold yellow") if r.get("partial") else ("✗ Not yet", "bold red"))
+        line = Text(f"{mark} ", style=style)
+        line.append(f"score {round(100 * r['score'])}%  ", style="dim")
+        line.append(str(r["message"]))
+        if fb.corrected:
+            line.append("  (corrected by you)", style="italic dim")
+        self.query_one("#verdict", Static).update(line)
+
+    def _details(self, fb: Feedback) -> Group:
+        r = fb.result
+        parts: list[Text] = []
+        for f in r["flags"]:
+            parts.append(Text.assemble(("✗ ", "red"), (f["claim"], "bold"), ": ", f["correction"]))
+        if r["kind"] == "choice":
+            for o in r["options"]:
+                mark = ("✓" if o["correct"] else "✗") if o["chosen"] else ("○" if o["correct"] else " ")
+                style = "green" if o["correct"] else ("red" if o["chosen"] else "dim")
+                line = Text(f"{mark} {o['text']}", style=style)
+                if o.get("why") and (o["chosen"] or o["correct"]):
+                    line.append(f" — {o['why']}", style="default")
+                parts.append(line)
+        if r["kind"] == "numeric":
+            parts.append(Text.assemble(("Expected: ", "bold"), str(r["expected_text"])))
+            if r.get("diagnosis"):
+                parts.append(Text.assemble(("Likely slip: ", "bold yellow"), str(r["diagnosis"])))
+        return Group(*parts)
+
+    def _rating_bar(self) -> None:
+        fb = self.feedback
+        bar = self.query_one("#rating-bar", Static)
+        bar.display = fb is not None
+        if fb is None:
+            return
+        text = Text("Rate yourself: ", style="bold")
+        for n, name in RATINGS.items():
+            style = "reverse bold" if n == fb.suggested_rating else ""
+            text.append(f" {n} {name} ", style=style)
+            text.append(" ")
+        text.append("(highlighted: suggested)", style="dim")
+        bar.update(text)
+
+    def on_selection_list_selection_toggled(self, event: SelectionList.SelectionToggled) -> None:
+        if self.feedback is None:
+            return
+        value = event.selection.value
+        option_id = event.selection.id
+        selected = value in event.selection_list.selected
+        if event.selection_list.id == "key-points":
+            self.session.toggle_key_point(self.feedback, value)
+            label = _point_label(value, selected)
+        elif event.selection_list.id == "flags":
+            if selected:  # a dismissed flag stays dismissed
+                event.selection_list.deselect(value)
+                return
+            self.session.dismiss_flag(self.feedback, value)
+            label = _flag_label(value, False)
+        else:
+            return
+        if option_id is not None:
+            event.selection_list.replace_option_prompt(option_id, label)
+        self._verdict()
+        self.query_one("#details", Static).update(self._details(self.feedback))
+        self._rating_bar()
+
+    # ------------------------------------------------------------------ actions
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("rate", "follow_ups"):
+            if self.feedback is None:
+                return False
+            if action == "follow_ups":
+                return bool(self.feedback.result.get("follow_ups"))
+        if action == "submit":
+            return self.feedback is None and self.session.current() is not None
+        if action == "skip":
+            return self.session.current() is not None
+        return True
+
+    def action_rate(self, rating: int) -> None:
+        if self.feedback is None:
+            return
+        due = self.session.rate(self.feedback, rating)
+        days = (due - self.app.services.now()).total_seconds() / 86400
+        when = "again today" if days < 1 else f"in {round(days)} day{'s' if round(days) != 1 else ''}"
+        self.notify(f"{RATINGS[rating]} — next review {when}.", timeout=3)
+        self.show_current()
+
+    def action_follow_ups(self) -> None:
+        if self.feedback is None:
+            return
+        added = self.session.ask_follow_ups(list(self.feedback.result.get("follow_ups", [])))
+        self.notify(f"{len(added)} follow-up{'s' if len(added) != 1 else ''} next." if added
+                    else "The follow-ups are already queued.", timeout=3)
+
+    def action_skip(self) -> None:
+        if self.feedback is not None:
+            self.session.abandon(self.feedback)
+        self.session.skip()
+        self.show_current()
+
+    def action_back(self) -> None:
+        if self.feedback is not None:
+            self.session.abandon(self.feedback)
+            self.feedback = None
+        self.app.pop_screen()

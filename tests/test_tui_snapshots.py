@@ -1,0 +1,79 @@
+"""What each screen looks like at 80x24 (pytest-textual-snapshot). Fixed library, clock and data;
+regenerate with ``pytest tests/test_tui_snapshots.py --snapshot-update`` after a deliberate change."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import fsrs
+from inferview.tests.test_tui_support import (  # noqa: F401
+    CORRECT,
+    FAILED,
+    FIXED_NOW,
+    PASSED,
+    WRONG,
+    app_factory_fixture,
+)
+from inferview.tui.app import InitialChallenge
+
+SIZE = (80, 24)
+
+
+def _history(app) -> None:
+    store = app.services.get_store()
+    for days_ago, qid, topic, correct in ((0, "kv-why", "kv-cache", True), (1, "kv-choice", "kv-cache", False),
+                                          (2, "fa-exact", "flash-attention", True)):
+        at = FIXED_NOW - timedelta(days=days_ago, hours=1)
+        store.record_question_attempt(qid, topic, "open", "x", {"score": float(correct)}, correct, rating=3, at=at)
+        card, _ = fsrs.Scheduler(enable_fuzzing=False).review_card(fsrs.Card(), fsrs.Rating.Good, review_datetime=at)
+        store.put_card(qid, topic, card.to_json(), card.due)
+    store.record_submission("demo-sum", FAILED, WRONG, at=FIXED_NOW - timedelta(hours=5))
+    store.record_submission("demo-sum", PASSED, CORRECT, at=FIXED_NOW - timedelta(hours=4))
+
+
+def test_home(app_factory, snap_compare) -> None:
+    app = app_factory()
+    _history(app)
+    assert snap_compare(app, terminal_size=SIZE)
+
+
+def test_help(app_factory, snap_compare) -> None:
+    assert snap_compare(app_factory(), press=["question_mark"], terminal_size=SIZE)
+
+
+def test_challenges(app_factory, snap_compare) -> None:
+    app = app_factory()
+    _history(app)
+    assert snap_compare(app, press=["c"], terminal_size=SIZE)
+
+
+def test_challenge_with_a_failed_result(app_factory, snap_compare) -> None:
+    app = app_factory(initial=InitialChallenge("demo-sum"))
+    app.services.get_store().record_submission("demo-sum", FAILED, WRONG, at=FIXED_NOW)
+    assert snap_compare(app, terminal_size=SIZE)
+
+
+def test_calculator(app_factory, snap_compare) -> None:
+    assert snap_compare(app_factory(), press=["k"], terminal_size=SIZE)
+
+
+def test_stats(app_factory, snap_compare) -> None:
+    app = app_factory()
+    _history(app)
+    assert snap_compare(app, press=["s"], terminal_size=SIZE)
+
+
+def test_stats_activity(app_factory, snap_compare) -> None:
+    app = app_factory()
+    _history(app)
+    assert snap_compare(app, press=["s", "t"], terminal_size=SIZE)
+
+
+def test_practice_question(app_factory, snap_compare) -> None:
+    assert snap_compare(app_factory(), press=["p"], terminal_size=SIZE)
+
+
+def test_practice_feedback(app_factory, snap_compare) -> None:
+    keys = ["p", *"it stores keys and values".replace(" ", "_"), "ctrl+s"]
+    keys = ["space" if k == "_" else k for k in keys]
+    assert snap_compare(app_factory(), press=keys, terminal_size=SIZE)

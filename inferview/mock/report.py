@@ -134,9 +134,9 @@ def _grade_question(lib: Library, item, response: dict[str, Any] | None) -> Item
         return ItemReport(0, "question", item.ref, item.topic, f"(question {item.ref} no longer exists)",
                           item.budget_s, None, False, 0.0)
     if isinstance(q, NumericQuestion):
-        from inferview.practice.drills import render_drill
+        from inferview.practice.drills import render
 
-        rendered = render_drill(q, seed=item.seed)
+        rendered = render(q, seed=item.seed)
     prompt = rendered.prompt if rendered is not None else q.prompt
     model_answer = rendered.answer if rendered is not None else q.answer
     answered = bool(response) and not response.get("skipped") and bool(
@@ -153,7 +153,7 @@ def _grade_question(lib: Library, item, response: dict[str, Any] | None) -> Item
     rep.score = float(result.score)
     rep.message = result.message
     rep.key_points_missed = list(result.misses)
-    rep.misconceptions = [{"claim": f.claim, "correction": f.correction} for f in result.flagged_misconceptions]
+    rep.misconceptions = [{"claim": f["claim"], "correction": f["correction"]} for f in result.flags]
     return rep
 
 

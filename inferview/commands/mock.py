@@ -1,0 +1,27 @@
+"""``inferview mock [--minutes N] [--focus TOPIC] [--resume ID]``: a timed mock interview in the app."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command("mock")
+@click.option("--minutes", type=click.FloatRange(min=1, max=240), default=None,
+              help="Length in minutes (any number; the app offers 15/30/45/60).")
+@click.option("--focus", default=None, help="A topic to dwell on, e.g. flash-attention.")
+@click.option("--resume", "resume", type=int, default=None, help="Resume a paused session by id.")
+@click.option("--seed", type=int, default=None, help="Plan the same interview again.")
+def command(minutes: float | None, focus: str | None, resume: int | None, seed: int | None) -> None:
+    """Start a mock interview: questions in an interviewer's story order, one coding challenge, a
+    countdown, and a scored report at the end. Without --minutes the app asks for a length."""
+    from inferview.content.loader import load_library
+
+    if focus is not None:
+        lib = load_library()
+        if focus not in lib.topics:
+            raise click.UsageError(f"unknown topic {focus!r} (known: {', '.join(sorted(lib.topics))})")
+        if minutes is None:
+            minutes = 30
+    from inferview.tui.app import run_app
+
+    run_app(mock={"minutes": minutes, "focus": focus, "mock_id": resume, "seed": seed})

@@ -1,0 +1,125 @@
+"""The mock-interview report over the real banks: scores, time per item, misses, review, export."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+from click.testing import CliRunner
+
+from inferview.cli import cli
+from inferview.content.loader import load_library
+from inferview.mock import store as mock_store
+from inferview.practice.drills import render
+from inferview.store import Store
+
+LIB = load_library(include_user=False)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _answer_everything_well(session, clock):
+    while session.current is not None:
+        item = session.current
+        clock.t += 30
+        if item.kind == "challenge":
+            session.submit_challenge({"verdict": "passed", "checks": [{"name": "c", "status": "passed"}],
+                                      "seed": 3, "backend": "cpu"}, "source")
+            continue
+        q = LIB.questions[item.ref]
+        if q.kind == "choice":
+            session.answer(selected=[i for i, o in enumerate(q.options) if o.correct])
+        elif q.kind == "numeric":
+            d = render(q, seed=item.seed)
+            session.answer(text=f"{d.value!r} {d.unit}")
+        else:
+            session.answer(text=q.answer)
+
+
+def test_a_strong_session_scores_high_and_schedules_nothing():
+    clock = FakeClock()
+    with Store.open() as store:
+        mock_id, s = mock_store.start(store, LIB, 30, seed=11, clock=clock)
+        _answer_everything_well(s, clock)
+        assert s.status == "finished" and s.finished_reason == "completed"
+        report = mock_store.finish(store, LIB, mock_id, s)
+        assert report.score > 0.95, [(i.ref, i.score, i.message) for i in report.items if i.score < 1]
+        assert report.review == []
+        assert all(i.time_s == 30 for i in report.items)
+        assert report.challenge["verdict"] == "passed"
+        assert set(report.topics) == {i.topic for i in s.plan.items}
+        assert store.get_mock(mock_id)["status"] == "finished"
+
+
+def test_an_expired_session_reports_unanswered_items_and_schedules_them():
+    clock = FakeClock()
+    with Store.open() as store:
+        mock_id, s = mock_store.start(store, LIB, 15, seed=4, clock=clock)
+        first = s.current
+        clock.t += 60
+        s.answer(text="Flash attention approximates attention, so it is faster." if first.kind == "question" else "")
+        clock.t += 15 * 60
+        assert s.tick()[-1].kind == "expired"
+        report = mock_store.finish(store, LIB, mock_id, s)
+        assert report.reason == "time up"
+        assert report.items[0].answered and report.items[0].time_s == 60
+        assert not any(i.answered for i in report.items[1:])
+        assert report.score < 0.3
+        question_refs = [i.ref for i in report.items if i.kind == "question"]
+        assert set(question_refs) <= set(report.review) | {report.items[0].ref}
+        due = store.due_question_ids(datetime.now(timezone.utc) + timedelta(seconds=5))
+        assert set(report.review) <= set(due)
+        missed = [kp for i in report.items for kp in i.key_points_missed]
+        assert missed
+
+
+def test_misconceptions_are_flagged_in_the_report():
+    clock = FakeClock()
+    with Store.open() as store:
+        mock_id, s = mock_store.start(store, LIB, 60, focus="flash-attention", seed=2, clock=clock)
+        while s.current is not None:
+            item = s.current
+            if item.kind == "question" and item.topic == "flash-attention" and LIB.questions[item.ref].kind == "open":
+                s.answer(text="Flash attention is an approximation of attention that approximates the softmax.")
+            else:
+                s.skip()
+        report = mock_store.finish(store, LIB, mock_id, s)
+        flagged = [m for i in report.items for m in i.misconceptions]
+        assert flagged, "an answer calling flash attention approximate must be flagged"
+        assert "exact" in " ".join(m["correction"] for m in flagged).lower()
+
+
+def test_markdown_export_and_stats_listing():
+    clock = FakeClock()
+    with Store.open() as store:
+        mock_id, s = mock_store.start(store, LIB, 30, seed=5, clock=clock)
+        _answer_everything_well(s, clock)
+        report = mock_store.finish(store, LIB, mock_id, s)
+    md = CliRunner().invoke(cli, ["report", str(mock_id), "--md"])
+    assert md.exit_code == 0, md.output
+    text = md.output
+    for heading in ("# Mock interview", "## Score per topic", "## Items", "## Coding challenge", "## Answers and model answers"):
+        assert heading in text
+    assert f"{100 * report.score:.0f}%" in text
+    data = json.loads(CliRunner().invoke(cli, ["stats", "--json"]).output)
+    assert data["mock_sessions"][0]["id"] == mock_id and data["mock_sessions"][0]["status"] == "finished"
+    assert abs(data["mock_sessions"][0]["score"] - report.score) < 1e-9
+    js = json.loads(CliRunner().invoke(cli, ["report", str(mock_id), "--json"]).output)
+    assert js["session_id"] == mock_id
+
+
+def test_report_of_unknown_or_unfinished_session_is_a_clear_error():
+    result = CliRunner().invoke(cli, ["report", "999"])
+    assert result.exit_code == 1 and "no mock interview with id 999" in result.output
+    with Store.open() as store:
+        mock_id, _ = mock_store.start(store, LIB, 15, seed=1)
+    result = CliRunner().invoke(cli, ["report", str(mock_id)])
+    assert result.exit_code == 1 and "has not finished" in result.output
+    result = CliRunner().invoke(cli, ["report", "abc"])
+    assert result.exit_code == 2

@@ -46,6 +46,7 @@ __all__ = [
     "is_mla",
     "kv_bytes_per_token",
     "kv_cache_bytes",
+    "kv_cache_values",
     "kv_values_per_token",
     "layer_kinds",
     "max_batch_size",
@@ -152,7 +153,7 @@ def _tokens_cached(config: Config, kind: str, seq_len: int) -> int:
     return seq_len
 
 
-def _kv_values(config: Config, seq_len: int, batch_size: int) -> int:
+def kv_cache_values(config: Config, seq_len: int, batch_size: int = 1) -> int:
     """Total cached values: ``batch * sum over layers of values_per_token * tokens_cached``."""
     if seq_len < 0 or batch_size < 0:
         raise ValueError("seq_len and batch_size must be >= 0")
@@ -170,7 +171,7 @@ def kv_cache_bytes(config: Config, seq_len: int, batch_size: int = 1, dtype: str
     Example: Llama-3-70B, 131072 tokens, bf16: 80 * 2 * 8 * 128 * 2 B * 131072 = 40 GiB.
     """
     bits = dtype_bits(dtype)
-    return -(-_kv_values(config, seq_len, batch_size) * bits // 8)
+    return -(-kv_cache_values(config, seq_len, batch_size) * bits // 8)
 
 
 def kv_bytes_per_token(config: Config, dtype: str = "bf16") -> float:
@@ -193,7 +194,7 @@ def max_batch_size(config: Config, seq_len: int, gpu_bytes: int, weight_bytes: i
     budget = gpu_bytes - weight_bytes
     if budget < 0:
         return 0
-    per_seq_bits = _kv_values(config, seq_len, 1) * dtype_bits(dtype)
+    per_seq_bits = kv_cache_values(config, seq_len, 1) * dtype_bits(dtype)
     if per_seq_bits == 0:
         raise ValueError("the cache of one sequence is empty (seq_len 0?): any batch fits")
     return (8 * budget) // per_seq_bits

@@ -27,7 +27,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 from inferview.reference import speculative_theory as theory
 from torch import Tensor
@@ -37,7 +36,6 @@ __all__ = [
     "TinyLM",
     "acceptance_rate",
     "autoregressive_generate",
-    "chisquare_gof",
     "emitted_tokens",
     "mixed_pair",
     "num_accepted_law",
@@ -203,40 +201,6 @@ def emitted_tokens(draft_tokens: Tensor, num_accepted: Tensor, next_token: Tenso
     padded = torch.cat([draft_tokens.to(torch.int64), draft_tokens.new_zeros(batch, 1)], dim=1)
     out = torch.where(pos < n, padded, torch.full_like(padded, -1))  # accepted prefix
     return torch.where(pos == n, next_token.to(torch.int64).unsqueeze(-1), out)  # + the next token
-
-
-def chisquare_gof(counts: Sequence[int] | Tensor | np.ndarray, probs: Sequence[float] | Tensor | np.ndarray) -> float:
-    """Pearson chi-square goodness-of-fit p-value of ``counts`` against ``probs``.
-
-    A count in a cell of probability 0 gives p = 0 (the sample is impossible under ``probs``).
-    Cells with expected count below 5 are pooled into one; fewer than two cells left, or no
-    observations, give p = 1.
-    """
-    from scipy.stats import chi2
-
-    obs = np.asarray(counts.cpu() if isinstance(counts, Tensor) else counts, dtype=np.float64)
-    pr = np.asarray(probs.cpu() if isinstance(probs, Tensor) else probs, dtype=np.float64)
-    n = obs.sum()
-    if n == 0:
-        return 1.0
-    zero = pr <= 1e-15
-    if (obs[zero] > 0).any():
-        return 0.0
-    obs, pr = obs[~zero], pr[~zero]
-    expected = n * pr / pr.sum()
-    small = expected < 5.0
-    if small.any():
-        pooled_obs, pooled_exp = obs[small].sum(), expected[small].sum()
-        obs, expected = obs[~small], expected[~small]
-        if pooled_exp < 5.0 and len(expected) > 0:  # still too small: merge with the smallest cell
-            i = int(np.argmin(expected))
-            pooled_obs, pooled_exp = pooled_obs + obs[i], pooled_exp + expected[i]
-            obs, expected = np.delete(obs, i), np.delete(expected, i)
-        obs, expected = np.append(obs, pooled_obs), np.append(expected, pooled_exp)
-    if len(expected) < 2:
-        return 1.0
-    stat = float(((obs - expected) ** 2 / expected).sum())
-    return float(chi2.sf(stat, len(expected) - 1))
 
 
 def mixed_pair(alpha: float, vocab: int, generator: torch.Generator | None = None) -> tuple[Tensor, Tensor]:

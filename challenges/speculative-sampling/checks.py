@@ -337,7 +337,7 @@ def acceptance_counts(ctx: Ctx) -> None:
         raise CheckFailed(
             f"num_accepted does not follow P(n >= i) = prod beta_j (chi-square p = {pv:.2e} < "
             f"{ALPHA:g}, {STAT_ROWS} rows)\n  observed P(n = 0..{gamma}): "
-            f"{_fmt(counts / STAT_ROWS)}\n  theory:                 {_fmt(law)}")
+            f"{_fmt(counts / STAT_ROWS)}\n  theory:{' ' * 15}{_fmt(law)}")
 
 
 @check("the same generator state gives the same result",

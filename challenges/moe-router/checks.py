@@ -79,7 +79,7 @@ def route_ties(ctx: Ctx, case: dict) -> None:
     expect_close(weights, want_w, what="weights", rtol=1e-5, atol=1e-6)
 
 
-@check("route computes in float32 from float16 logits",
+@check("route computes in float32 from float16 logits", max_examples=10,
        hint="Convert the logits to float32 before the softmax and return float32 weights.")
 @given(case=routings(max_tokens=4))
 def route_half(ctx: Ctx, case: dict) -> None:
@@ -103,7 +103,7 @@ def lb_loss(ctx: Ctx, case: dict, spread: float) -> None:
     expect_close(got, want, what="load-balancing loss", rtol=1e-5, atol=1e-6)
 
 
-@check("load-balancing loss is 1 for perfectly uniform routing and num_experts when collapsed",
+@check("load-balancing loss is 1 for perfectly uniform routing and num_experts when collapsed", max_examples=10,
        hint="Uniform: f_i = P_i = 1/E, so E * sum_i (1/E)(1/E) = 1. If you get 1/E you dropped the "
             "num_experts factor; if you get k, f counts tokens instead of assignments.")
 @given(per_expert=st.integers(1, 3), experts=st.integers(2, 8), k=st.integers(1, 3))
@@ -125,7 +125,7 @@ def lb_loss_extremes(ctx: Ctx, per_expert: int, experts: int, k: int) -> None:
                  what="loss for collapsed routing", rtol=1e-5, atol=1e-5)
 
 
-@check("expert_capacity is ceil(capacity_factor * tokens * k / num_experts)",
+@check("expert_capacity is ceil(capacity_factor * tokens * k / num_experts)", max_examples=10,
        hint="Every token brings k assignments; round *up* so that capacity_factor = 1 fits a "
             "perfectly balanced batch.")
 @given(tokens=st.integers(1, 4096), experts=st.integers(1, 64), k=st.integers(1, 4),

@@ -96,7 +96,7 @@ def int8_codes(ctx: Ctx, case: dict) -> None:
     _expect_codes(q, want_q, _scaled(w, want_s), "q")
 
 
-@check("int8 accepts float16 and bfloat16 weights",
+@check("int8 accepts float16 and bfloat16 weights", max_examples=10,
        hint="Convert w to float32 before computing the scale; return float32 scales.")
 @given(case=weights(max_rows=3), dtype=st.sampled_from([torch.float16, torch.bfloat16]))
 def int8_low_precision_input(ctx: Ctx, case: dict, dtype: torch.dtype) -> None:
@@ -119,7 +119,7 @@ def int8_ties(ctx: Ctx) -> None:
     expect_equal(q, want, what="q")
 
 
-@check("int8 handles an all-zero row",
+@check("int8 handles an all-zero row", max_examples=10,
        hint="A row of zeros has absmax 0: give it scale 1.0 (so every code is 0), not 0 or NaN.")
 @given(rows=st.integers(2, 4), cols=st.integers(1, 16), seed=gs.seeds())
 def int8_zero_row(ctx: Ctx, rows: int, cols: int, seed: int) -> None:
@@ -132,7 +132,7 @@ def int8_zero_row(ctx: Ctx, rows: int, cols: int, seed: int) -> None:
     _expect_codes(q, want_q, _scaled(w, want_s), "q")
 
 
-@check("dequantize_int8 multiplies each row by its scale",
+@check("dequantize_int8 multiplies each row by its scale", max_examples=10,
        hint="w_hat = q.float() * scale[:, None] — scale indexes rows, so broadcast it as a column.")
 @given(rows=st.integers(1, 6), cols=st.integers(1, 20), seed=gs.seeds())
 @example(rows=3, cols=3, seed=0)
@@ -143,7 +143,7 @@ def int8_dequantize(ctx: Ctx, rows: int, cols: int, seed: int) -> None:
     expect_close(got, qz.dequantize_int8(q, scale), what="dequantized weight")
 
 
-@check("int8 round trip is within half a step",
+@check("int8 round trip is within half a step", max_examples=10,
        hint="Every weight must come back within scale / 2: codes outside [-127, 127] or a scale "
             "that is too small clamps the extremes.")
 @given(case=weights())
@@ -163,7 +163,7 @@ def int8_roundtrip(ctx: Ctx, case: dict) -> None:
                           f"scale = {float(scale[r]):.6g}")
 
 
-@check("int4 scales are per group, absmax / 7",
+@check("int4 scales are per group, absmax / 7", max_examples=10,
        hint="View w as (out, in // group_size, group_size) and reduce the last dim: scale has shape "
             "(out, in // group_size), each the group's max |w| / 7.")
 @given(case=weights())
@@ -206,7 +206,7 @@ def int4_codes(ctx: Ctx, case: dict) -> None:
                   "codes read back from packed (low nibble = even column)")
 
 
-@check("per-group int4 contains an outlier to its own group",
+@check("per-group int4 contains an outlier to its own group", max_examples=10,
        hint="One huge weight sets the scale of whatever shares it. With a scale per group of "
             "group_size weights, only that group loses precision; a single scale for the row or "
             "tensor rounds every ordinary weight to 0.")

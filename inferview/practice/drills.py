@@ -19,7 +19,7 @@ from typing import Any
 
 from inferview.content.models import NumericQuestion
 from inferview.practice.numeric import Factor
-from inferview.practice.units import format_count, format_value
+from inferview.practice.units import format_bytes, format_count, format_value
 from inferview.reference import estimators as est
 from inferview.reference.formulas import QUANTITIES, Quantity
 from inferview.reference.presets import MODELS, get_gpu, get_model
@@ -124,8 +124,8 @@ def placeholders(question: NumericQuestion, params: Mapping[str, Any]) -> dict[s
             active_expert_params=format_count(pc.routed_experts_active, "params"),
             shared_expert_params=format_count(pc.shared_experts, "params"),
             active_params=format_count(pc.active(include_embedding=False), "params"),
-            weights=format_value(est.weight_bytes(c, wdtype), "bytes"),
-            weights_at_dtype=format_value(est.weight_bytes(c, dtype), "bytes"),
+            weights=format_bytes(est.weight_bytes(c, wdtype)),
+            weights_at_dtype=format_bytes(est.weight_bytes(c, dtype)),
             experts=_fmt(int(c.get("n_routed_experts") or c.get("num_local_experts") or 0)),
             top_k=_fmt(int(c.get("num_experts_per_tok") or 0)),
             shared_experts=_fmt(int(c.get("n_shared_experts") or 0)),
@@ -139,10 +139,10 @@ def placeholders(question: NumericQuestion, params: Mapping[str, Any]) -> dict[s
         if "seq_len" in full:
             s = int(full["seq_len"])
             fields["tokens_cached"] = _fmt(_tokens_cached(c, s))
-            fields["kv_per_seq"] = format_value(est.kv_cache_bytes(c, s, 1, dtype), "bytes")
+            fields["kv_per_seq"] = format_bytes(est.kv_cache_bytes(c, s, 1, dtype))
         if "gpu" in full:
-            fields["budget"] = format_value(get_gpu(str(full["gpu"])).memory_bytes
-                                            - est.weight_bytes(c, wdtype), "bytes")
+            fields["budget"] = format_bytes(get_gpu(str(full["gpu"])).memory_bytes
+                                            - est.weight_bytes(c, wdtype))
     if "gpu" in full:
         g = get_gpu(str(full["gpu"]))
         fields.update(
@@ -169,7 +169,7 @@ def factors_for(question: NumericQuestion, params: Mapping[str, Any]) -> list[Fa
     c = get_model(str(full["model"])).config
     name = question.quantity
     kv_like = name in ("kv_cache_bytes", "kv_bytes_per_token", "max_batch_size",
-                       "max_context_tokens", "decode_step_seconds")
+                       "max_context_tokens")
     if kv_like:
         heads, kvh = int(c["num_attention_heads"]), est.num_kv_heads(c)
         if est.is_mla(c):
@@ -195,10 +195,18 @@ def factors_for(question: NumericQuestion, params: Mapping[str, Any]) -> list[Fa
                             "caches only the last `window` tokens"))
         if int(full.get("batch", 1)) > 1:
             out.append((float(full["batch"]), "forgot the batch size"))
+    if name == "decode_step_seconds":
+        pc = est.param_counts(c)
+        out.append((pc.total / pc.matmul, "counted the input-embedding table, which is only "
+                    "looked up, not read whole"))
+        wb = est.dtype_bits(str(full.get("weight_dtype", "bf16"))) / 8
+        if wb != 1:
+            out.append((1 / wb, f"bytes per parameter: {full.get('weight_dtype', 'bf16')} takes "
+                        f"{wb:g} bytes"))
     if name in ("moe_active_params", "moe_total_params", "weight_bytes", "total_params"):
         pc = est.param_counts(c)
         act = pc.active(include_embedding=False)
-        if pc.total != act:
+        if pc.routed_experts:
             ratio = pc.total / act
             out.append((ratio if name == "moe_active_params" else 1 / ratio,
                         "mixed up total and active parameters: every expert is stored, only "

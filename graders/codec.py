@@ -78,6 +78,9 @@ class Encoder:
 
     def tensor(self, t: torch.Tensor) -> dict[str, Any]:
         t = t.detach()
+        if t.device.type == "meta":
+            return {"__t": None, "dtype": dtype_name(t.dtype), "shape": list(t.shape),
+                    "stride": list(t.stride()), "offset": 0, "device": "meta"}
         if t.is_sparse or t.layout != torch.strided:
             t = t.to_dense()
         if getattr(t, "is_conj", lambda: False)():
@@ -175,6 +178,8 @@ class Decoder:
                 or not all(isinstance(x, int) and x >= 0 for x in shape + stride)
                 or not isinstance(offset, int) or offset < 0 or len(shape) > 64):
             raise CodecError("bad tensor layout")
+        if d.get("__t") is None and d.get("device") == "meta":
+            return torch.empty_strided(shape, stride, dtype=dtype, device="meta")
         raw = self._get(d["__t"])
         itemsize = torch.empty(0, dtype=dtype).element_size()
         if len(raw) % itemsize:

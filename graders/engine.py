@@ -14,10 +14,12 @@ the process isolation follows online judges (Kattis problem-package verifiers, g
 from __future__ import annotations
 
 import ast
+import atexit
 import difflib
 import importlib.util
 import secrets
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -44,7 +46,7 @@ SCHEMA = 1
 DEFAULT_MAX_EXAMPLES = 25
 """The grader's Hypothesis profile: examples per check unless the check sets ``max_examples``."""
 MAX_SHRINK_SECONDS = 8.0
-MAX_RESTARTS = 2
+MAX_RESTARTS = 1
 LOAD_CHECK = "solution loads and defines the entry points"
 FORBIDDEN_CHECK = "uses only allowed APIs"
 
@@ -202,6 +204,56 @@ def forbidden_roots(ch: Challenge) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------
+# Pre-started workers (the grading service keeps one warm so a grade does not wait for imports)
+# ---------------------------------------------------------------------------------------------
+
+_POOL: dict[tuple[bool, str, int], WorkerProcess] = {}
+_POOL_LOCK = threading.Lock()
+
+
+def _pool_key(spec: Any, backend: str) -> tuple[bool, str, int]:
+    return (bool(spec.requires_triton), backend, int(spec.memory_limit_mb))
+
+
+def _new_worker(key: tuple[bool, str, int]) -> WorkerProcess:
+    w = WorkerProcess(triton=key[0], device=key[1], memory_limit_mb=key[2])
+    w.start()
+    return w
+
+
+def _take_prestarted(key: tuple[bool, str, int]) -> WorkerProcess | None:
+    with _POOL_LOCK:
+        w = _POOL.pop(key, None)
+    if w is not None and not w.alive:
+        w.close()
+        return None
+    return w
+
+
+def prestart(challenge: str | Path, device: str = "auto") -> None:
+    """Start a worker for ``challenge`` now, so the next ``grade`` of it skips the start-up."""
+    ch = load_challenge(challenge)
+    key = _pool_key(ch.spec, choose_backend(ch.spec, device))
+    with _POOL_LOCK:
+        old = _POOL.get(key)
+        if old is not None and old.alive:
+            return
+        for k in list(_POOL):  # keep at most one warm worker
+            _POOL.pop(k).close()
+        _POOL[key] = _new_worker(key)
+
+
+def shutdown_prestarted() -> None:
+    """Kill every pre-started worker (called at exit)."""
+    with _POOL_LOCK:
+        for k in list(_POOL):
+            _POOL.pop(k).close()
+
+
+atexit.register(shutdown_prestarted)
+
+
+# ---------------------------------------------------------------------------------------------
 # Entry-point messages
 # ---------------------------------------------------------------------------------------------
 
@@ -320,10 +372,10 @@ class _Runner(_Channel):
 
     # -- worker life cycle ---------------------------------------------------------------------
     def spawn(self) -> None:
-        spec = self.ch.spec
-        self.worker = WorkerProcess(triton=bool(spec.requires_triton), device=self.backend,
-                                    memory_limit_mb=int(spec.memory_limit_mb))
-        self.worker.start()
+        key = _pool_key(self.ch.spec, self.backend)
+        self.worker = _take_prestarted(key) if self.restarts == 0 else None
+        if self.worker is None:
+            self.worker = _new_worker(key)
 
     def collect_output(self) -> None:
         if self.worker is not None:
@@ -676,7 +728,8 @@ def _grade_with(runner: _Runner, ch: Challenge, source: str, filename: str, back
     for index, (cinfo, fn) in enumerate(checks):
         if progress is not None:
             progress(index, total, cinfo.name)
-        if abort is not None and abort.kind in ("timeout", "forbidden", "cancelled"):
+        if abort is not None and (abort.kind in ("timeout", "forbidden", "cancelled") or (
+                abort.kind == "crashed" and runner.restarts >= MAX_RESTARTS)):
             results.append(CheckResult(cinfo.name, "skipped", f"not run: {_skip_reason(abort)}"))
             continue
         if cinfo.needs_cuda and backend != "cuda":
@@ -730,6 +783,7 @@ def _grade_with(runner: _Runner, ch: Challenge, source: str, filename: str, back
 
 def _skip_reason(abort: _RunAborted) -> str:
     return {"timeout": "the time limit was reached", "forbidden": "a forbidden API was used",
+            "crashed": "the worker crashed again after a restart",
             "cancelled": "cancelled"}.get(abort.kind, abort.kind)
 
 

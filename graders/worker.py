@@ -525,10 +525,58 @@ class Worker:
                 self.send(rid, body)
 
 
+class _CappedStream:
+    """``sys.stdout``/``sys.stderr`` for the submission: keeps the first ``cap`` characters and
+    drops the rest (the file under it is also capped by ``RLIMIT_FSIZE``)."""
+
+    def __init__(self, inner: Any, cap: int) -> None:
+        self._inner = inner
+        self._cap = cap
+        self._n = 0
+        self._dropped = False
+
+    def write(self, s: str) -> int:
+        if self._n < self._cap:
+            take = s[: self._cap - self._n]
+            self._n += len(take)
+            try:
+                self._inner.write(take)
+            except OSError:
+                pass
+        elif not self._dropped:
+            self._dropped = True
+            try:
+                self._inner.write("\n[further output dropped by the grader]\n")
+            except OSError:
+                pass
+        return len(s)
+
+    def flush(self) -> None:
+        try:
+            self._inner.flush()
+        except OSError:
+            pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return self._inner.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self._inner, "encoding", "utf-8")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
 def main(argv: list[str]) -> int:
     fd_in, fd_out = int(argv[1]), int(argv[2])
     os.set_inheritable(fd_in, False)
     os.set_inheritable(fd_out, False)
+    sys.stdout = _CappedStream(sys.stdout, 4 << 20)
+    sys.stderr = _CappedStream(sys.stderr, 4 << 20)
     if os.environ.get("GRADER_TRITON") == "1":
         try:
             import triton  # noqa: F401 - warm the import before the submission needs it

@@ -1,0 +1,149 @@
+"""A torch-free client for the grading service, for the TUI.
+
+``GradingClient`` starts ``python -m inferview.graders.service`` on first use and talks JSON lines
+to it. Importing this module imports neither torch nor the engine, so the UI stays fast.
+
+Cancellation: ``cancel()`` (from any thread) kills the running grade's worker promptly; the
+``grade()`` call that was waiting then raises :class:`GradingCancelled`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+__all__ = ["GradingCancelled", "GradingClient", "GradingServiceError", "GradingUsageError"]
+
+
+class GradingCancelled(Exception):
+    """The grade was cancelled with :meth:`GradingClient.cancel`."""
+
+
+class GradingServiceError(RuntimeError):
+    """The service failed (it died, or grading raised an internal error)."""
+
+
+class GradingUsageError(ValueError):
+    """Bad request: unknown challenge, missing file, no CUDA for ``device="cuda"``."""
+
+
+class GradingClient:
+    """Talks to one grading service process; one grade at a time."""
+
+    def __init__(self, python: str | None = None, start_timeout_s: float = 120.0) -> None:
+        self.python = python or sys.executable
+        self.start_timeout_s = start_timeout_s
+        self._proc: subprocess.Popen[str] | None = None
+        self._events: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self._write_lock = threading.Lock()
+        self._grade_lock = threading.Lock()
+        self._next_id = 0
+        self.last_output = ""
+        """What the graded solution printed (stdout, then stderr; truncated)."""
+
+    # -- process -------------------------------------------------------------------------------
+    def _ensure(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            return
+        self._events = queue.Queue()
+        env = dict(os.environ)
+        self._proc = subprocess.Popen(
+            [self.python, "-m", "inferview.graders.service"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True, bufsize=1, env=env, start_new_session=True,
+        )
+        threading.Thread(target=self._read, args=(self._proc, self._events), daemon=True).start()
+
+    @staticmethod
+    def _read(proc: subprocess.Popen[str], events: queue.Queue[dict[str, Any] | None]) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            try:
+                events.put(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+        events.put(None)
+
+    def _send(self, req: dict[str, Any]) -> None:
+        self._ensure()
+        assert self._proc is not None and self._proc.stdin is not None
+        with self._write_lock:
+            try:
+                self._proc.stdin.write(json.dumps(req) + "\n")
+                self._proc.stdin.flush()
+            except (BrokenPipeError, OSError) as exc:
+                raise GradingServiceError(f"the grading service is not running: {exc}") from None
+
+    # -- API -----------------------------------------------------------------------------------
+    def prepare(self, challenge_id: str, device: str = "auto") -> None:
+        """Start the service (if needed) and warm a worker for ``challenge_id``; returns at once."""
+        self._send({"op": "prepare", "challenge": challenge_id, "device": device})
+
+    def grade(self, challenge_id: str, path: str | Path, device: str = "auto",
+              seed: int | None = None,
+              on_progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
+        """Grade ``path``; returns the schema-1 result object (CHALLENGES.md).
+
+        Raises :class:`GradingCancelled`, :class:`GradingUsageError` or
+        :class:`GradingServiceError`.
+        """
+        with self._grade_lock:
+            self._next_id += 1
+            rid = self._next_id
+            self._send({"op": "grade", "id": rid, "challenge": challenge_id, "path": str(path),
+                        "device": device, "seed": seed})
+            while True:
+                event = self._events.get()
+                if event is None:
+                    raise GradingServiceError("the grading service stopped unexpectedly")
+                kind = event.get("event")
+                if kind == "ready" or event.get("id") not in (rid, None):
+                    continue
+                if kind == "progress" and on_progress is not None:
+                    on_progress(int(event["done"]), int(event["total"]), str(event["check"]))
+                elif kind == "result":
+                    self.last_output = str(event.get("output", ""))
+                    return dict(event["result"])
+                elif kind == "cancelled":
+                    raise GradingCancelled("cancelled")
+                elif kind == "error" and event.get("id") == rid:
+                    if event.get("usage"):
+                        raise GradingUsageError(str(event.get("message")))
+                    raise GradingServiceError(str(event.get("message")))
+
+    def cancel(self) -> None:
+        """Stop the running grade (its ``grade()`` call raises :class:`GradingCancelled`)."""
+        if self._proc is not None and self._proc.poll() is None:
+            self._send({"op": "cancel"})
+
+    def close(self) -> None:
+        """Stop the service and its workers."""
+        proc = self._proc
+        self._proc = None
+        if proc is None:
+            return
+        try:
+            if proc.stdin is not None:
+                proc.stdin.write(json.dumps({"op": "close"}) + "\n")
+                proc.stdin.flush()
+                proc.stdin.close()
+        except (BrokenPipeError, OSError, ValueError):
+            pass
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+    def __enter__(self) -> GradingClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,116 @@
+"""The grading service: ``python -m inferview.graders.service``.
+
+A long-lived process for the TUI (which must never import torch): it imports torch and the engine
+once, keeps a worker pre-started for the challenge in view, and grades on request. Protocol:
+JSON lines on stdin (requests) and stdout (events); see ``client.py`` for the client side.
+
+Requests: ``{"op": "prepare", "challenge": ID}``, ``{"op": "grade", "id": N, "challenge": ID,
+"path": FILE, "device": "auto", "seed": null}``, ``{"op": "cancel"}``, ``{"op": "close"}``.
+Events: ``{"event": "ready"}``, ``{"event": "progress", "id", "done", "total", "check"}``,
+``{"event": "result", "id", "result": {schema-1 object}, "output": str}``,
+``{"event": "cancelled", "id"}``, ``{"event": "error", "id", "message", "usage": bool}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from typing import Any, TextIO
+
+
+class Service:
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.lock = threading.Lock()
+        self.cancel = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def emit(self, event: dict[str, Any]) -> None:
+        with self.lock:
+            self.out.write(json.dumps(event) + "\n")
+            self.out.flush()
+
+    def run_grade(self, req: dict[str, Any]) -> None:
+        from inferview.graders import engine
+
+        rid = req.get("id")
+        try:
+            result = engine.grade(
+                req["challenge"], req["path"], device=req.get("device") or "auto",
+                seed=req.get("seed"),
+                progress=lambda d, t, n: self.emit({"event": "progress", "id": rid, "done": d,
+                                                    "total": t, "check": n}),
+                cancel=self.cancel.is_set,
+            )
+        except engine.GradingUsageError as exc:
+            self.emit({"event": "error", "id": rid, "message": str(exc), "usage": True})
+            return
+        except Exception as exc:  # noqa: BLE001 - the client shows one line
+            self.emit({"event": "error", "id": rid, "usage": False,
+                       "message": f"{type(exc).__name__}: {exc}"})
+            return
+        if result.cancelled:
+            self.emit({"event": "cancelled", "id": rid})
+        else:
+            self.emit({"event": "result", "id": rid, "result": result.to_json(),
+                       "output": (result.stdout + result.stderr)[-65536:]})
+        try:
+            engine.prestart(req["challenge"], req.get("device") or "auto")
+        except Exception:  # noqa: BLE001 - warming up is best effort
+            pass
+
+    def prepare(self, req: dict[str, Any]) -> None:
+        from inferview.graders import engine
+
+        try:
+            engine.prestart(req["challenge"], req.get("device") or "auto")
+        except Exception as exc:  # noqa: BLE001
+            self.emit({"event": "error", "id": None, "usage": True, "message": str(exc)})
+
+    def serve(self, inp: TextIO) -> None:
+        import inferview.graders.engine  # noqa: F401 - pay for torch now, not on the first grade
+
+        self.emit({"event": "ready", "pid": os.getpid()})
+        for line in inp:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                req = json.loads(line)
+            except json.JSONDecodeError:
+                self.emit({"event": "error", "id": None, "usage": True, "message": "bad request"})
+                continue
+            op = req.get("op")
+            if op == "grade":
+                if self.thread is not None and self.thread.is_alive():
+                    self.emit({"event": "error", "id": req.get("id"), "usage": True,
+                               "message": "a grade is already running"})
+                    continue
+                self.cancel.clear()
+                self.thread = threading.Thread(target=self.run_grade, args=(req,), daemon=True)
+                self.thread.start()
+            elif op == "prepare":
+                threading.Thread(target=self.prepare, args=(req,), daemon=True).start()
+            elif op == "cancel":
+                self.cancel.set()
+            elif op == "close":
+                break
+        self.cancel.set()
+        if self.thread is not None:
+            self.thread.join(timeout=10)
+        from inferview.graders import engine
+
+        engine.shutdown_prestarted()
+
+
+def main() -> None:
+    # stdout carries the protocol only: anything else printed goes to stderr
+    proto = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1, encoding="utf-8")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    Service(proto).serve(sys.stdin)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""``inferview grade ID FILE``: grade a solution file headless.
+
+Exit 0 when passed, 1 when not, 2 for a usage error (unknown challenge, missing file, no CUDA).
+``--json`` prints exactly the schema-1 object of CHALLENGES.md on stdout and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+VERDICT_STYLE = {
+    "passed": "bold green", "failed": "bold red", "error": "bold red", "timeout": "bold yellow",
+    "crashed": "bold magenta", "forbidden": "bold magenta",
+}
+STATUS_MARK = {"passed": ("✓", "green"), "failed": ("✗", "red"), "error": ("!", "red"),
+               "skipped": ("-", "dim")}
+
+
+def render(result: dict[str, Any], *, file: str = "", output: str = "", err: bool = False,
+           challenge_arg: str = "") -> None:
+    """Print a result in colour with the same content as the JSON object."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console(stderr=err, highlight=False, soft_wrap=True)
+    verdict = result["verdict"]
+    console.print(
+        f"[bold]{escape(result['challenge'])}[/bold]  "
+        f"[{VERDICT_STYLE.get(verdict, 'bold')}]{verdict.upper()}[/]  "
+        f"[dim]backend {result['backend']} · seed {result['seed']} · "
+        f"{result['duration_s']:.1f} s[/dim]"
+    )
+    for c in result["checks"]:
+        mark, style = STATUS_MARK.get(c["status"], ("?", "bold"))
+        console.print(f" [{style}]{mark}[/] {escape(c['name'])} [dim]({c['status']})[/dim]")
+        if c.get("message"):
+            for line in c["message"].splitlines():
+                console.print(f"     {escape(line)}")
+        if c.get("counterexample"):
+            console.print("     [bold]smallest failing input:[/bold]")
+            for line in c["counterexample"].splitlines():
+                console.print(f"       [cyan]{escape(line)}[/cyan]")
+        if c.get("hint"):
+            console.print(f"     [yellow]hint:[/yellow] {escape(c['hint'])}")
+    if output.strip():
+        console.print("[dim]solution output:[/dim]")
+        for line in output.rstrip().splitlines()[-40:]:
+            console.print(f"[dim]  | {escape(line)}[/dim]")
+    if file:
+        console.print(
+            f"[dim]replay this run: inferview grade {escape(challenge_arg or result['challenge'])} "
+            f"{escape(file)} --seed {result['seed']}[/dim]")
+
+
+@click.command(name="grade")
+@click.argument("challenge_id")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
+              show_default=True, help="Where to run the solution.")
+@click.option("--seed", type=int, default=None, help="Replay a run (default: a random seed, printed).")
+@click.option("--no-record", is_flag=True, help="Do not save the result in the progress store.")
+def command(challenge_id: str, file: Path, as_json: bool, device: str, seed: int | None,
+            no_record: bool) -> None:
+    """Grade FILE against challenge CHALLENGE_ID (an id or a challenge folder)."""
+    from inferview.graders.engine import GradingUsageError, grade, load_challenge
+
+    try:
+        challenge = load_challenge(challenge_id)
+        if not file.is_file():
+            raise GradingUsageError(f"no such file: {file}")
+        result = grade(challenge.folder, file, device=device, seed=seed)
+    except GradingUsageError as exc:
+        click.echo(f"inferview: {exc}", err=True)
+        sys.exit(2)
+    data = result.to_json()
+    if not no_record:
+        _record(data, file)
+    if as_json:
+        sys.stdout.write(json.dumps(data) + "\n")
+        sys.stdout.flush()
+    else:
+        render(data, file=str(file), output=result.stdout + result.stderr,
+               challenge_arg=challenge_id)
+    sys.exit(0 if result.verdict == "passed" else 1)
+
+
+def _record(data: dict[str, Any], file: Path) -> None:
+    """Save the result in the progress store (skipped quietly if the store is unavailable)."""
+    try:
+        from inferview.store import Store
+    except ImportError:
+        return
+    try:
+        store = Store.open()
+        try:
+            source = file.read_text(encoding="utf-8", errors="replace")
+            store.record_submission(data["challenge"], data, source)
+        finally:
+            store.close()
+    except Exception as exc:  # noqa: BLE001 - grading already succeeded; say why it was not saved
+        click.echo(f"inferview: result not saved: {exc}", err=True)

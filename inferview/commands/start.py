@@ -1,0 +1,42 @@
+"""``inferview start ID``: copy a challenge's starter into the workspace and print its path."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.command(name="start")
+@click.argument("challenge_id")
+@click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Folder to put <id>/solution.py in (default: the workspace).")
+def command(challenge_id: str, directory: Path | None) -> None:
+    """Copy the starter of CHALLENGE_ID (an id or a challenge folder) to <dir>/<id>/solution.py.
+
+    An existing solution file is never overwritten.
+    """
+    from inferview.graders.engine import GradingUsageError, load_challenge
+    from inferview.paths import workspace_dir
+
+    try:
+        ch = load_challenge(challenge_id)
+    except GradingUsageError as exc:
+        click.echo(f"inferview: {exc}", err=True)
+        sys.exit(2)
+    starter = ch.folder / ch.spec.starter
+    if not starter.is_file():
+        click.echo(f"inferview: challenge {ch.id} has no starter file {ch.spec.starter}", err=True)
+        sys.exit(2)
+    base = directory if directory is not None else workspace_dir()
+    target = base / ch.id / "solution.py"
+    if target.exists():
+        click.echo(f"{target} already exists; leaving it as it is.", err=True)
+        click.echo(str(target))
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(starter, target)
+    click.echo(str(target))
+    click.echo(f"Grade it with: inferview grade {challenge_id} {target}", err=True)

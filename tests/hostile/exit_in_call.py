@@ -1,0 +1,20 @@
+"""Calls sys.exit(0) during a check."""
+import sys
+
+import torch
+
+
+def scale(x, factor):
+    sys.exit(0)
+
+class Accumulator:
+    def __init__(self, size):
+        self.total = torch.zeros(size)
+        self.count = 0
+
+    def add(self, x):
+        if x.shape != self.total.shape:
+            raise ValueError("wrong shape")
+        self.total = self.total + x
+        self.count += 1
+        return self.total.clone()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from inferview.reference import estimators as e
 from inferview.reference.presets import GPUS, MODELS, get_gpu, get_model
 
@@ -187,3 +189,82 @@ def test_reference_package_stays_torch_free():
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# ------------------------------------------------------------------ properties against brute force
+
+
+
+@st.composite
+def small_configs(draw):
+    layers = draw(st.integers(1, 4))
+    heads = draw(st.sampled_from([1, 2, 4, 8]))
+    kv = draw(st.sampled_from([d for d in (1, 2, 4, 8) if heads % d == 0]))
+    cfg = {"num_hidden_layers": layers, "num_attention_heads": heads, "num_key_value_heads": kv,
+           "hidden_size": heads * draw(st.sampled_from([4, 8, 16]))}
+    if draw(st.booleans()):
+        cfg["kv_lora_rank"] = draw(st.integers(1, 9))
+        cfg["qk_rope_head_dim"] = draw(st.integers(0, 5))
+    window = draw(st.one_of(st.none(), st.integers(1, 12)))
+    cfg["sliding_window"] = window
+    if window is not None and draw(st.booleans()):
+        cfg["layer_types"] = draw(st.lists(st.sampled_from(["full_attention", "sliding_attention"]),
+                                           min_size=layers, max_size=layers))
+    return cfg
+
+
+def _brute_values(cfg, seq_len):
+    """Count cached values token by token and layer by layer."""
+    total = 0
+    for layer in range(cfg["num_hidden_layers"]):
+        types = cfg.get("layer_types")
+        slides = cfg["sliding_window"] is not None and (types is None or types[layer] == "sliding_attention")
+        for t in range(seq_len):
+            if slides and t < seq_len - cfg["sliding_window"]:
+                continue  # evicted from the window
+            if cfg.get("kv_lora_rank"):
+                total += cfg["kv_lora_rank"] + cfg["qk_rope_head_dim"]
+            else:
+                d = cfg["hidden_size"] // cfg["num_attention_heads"]
+                total += 2 * cfg["num_key_value_heads"] * d
+    return total
+
+
+@given(cfg=small_configs(), seq_len=st.integers(0, 30), batch=st.integers(1, 3),
+       dtype=st.sampled_from(list(e.DTYPE_BITS)))
+def test_kv_cache_bytes_matches_brute_force(cfg, seq_len, batch, dtype):
+    bits = batch * _brute_values(cfg, seq_len) * e.DTYPE_BITS[dtype]
+    assert e.kv_cache_bytes(cfg, seq_len, batch, dtype) == -(-bits // 8)
+
+
+@given(cfg=small_configs(), seq_len=st.integers(1, 30), budget=st.integers(-50, 5000),
+       dtype=st.sampled_from(list(e.DTYPE_BITS)))
+def test_max_batch_is_the_boundary(cfg, seq_len, budget, dtype):
+    b = e.max_batch_size(cfg, seq_len, budget + 100, 100, dtype)
+    if budget < 0:
+        assert b == 0
+        return
+    assert e.kv_cache_bytes(cfg, seq_len, b, dtype) <= budget
+    assert e.kv_cache_bytes(cfg, seq_len, b + 1, dtype) > budget
+
+
+@given(cfg=small_configs(), budget=st.integers(0, 20000), batch=st.integers(1, 3))
+def test_max_context_is_the_boundary(cfg, budget, batch):
+    n = e.max_context_length(cfg, budget, 0, batch, "bf16", limit=5000)
+    assert n is not None
+    if n < 5000:
+        assert e.kv_cache_bytes(cfg, n, batch) <= budget < e.kv_cache_bytes(cfg, n + 1, batch)
+
+
+@given(cfg=small_configs(), seq_len=st.integers(1, 20))
+def test_causal_attention_flops_match_pair_count(cfg, seq_len):
+    cfg = {k: v for k, v in cfg.items() if k not in ("kv_lora_rank", "qk_rope_head_dim")}
+    d = cfg["hidden_size"] // cfg["num_attention_heads"]
+    want = 0
+    for layer in range(cfg["num_hidden_layers"]):
+        types = cfg.get("layer_types")
+        w = cfg["sliding_window"] if cfg["sliding_window"] is not None and (
+            types is None or types[layer] == "sliding_attention") else None
+        pairs = sum(1 for i in range(seq_len) for j in range(i + 1) if w is None or i - j < w)
+        want += 4 * d * cfg["num_attention_heads"] * pairs
+    assert e.attention_flops(cfg, seq_len, causal=True) == want

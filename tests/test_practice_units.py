@@ -40,6 +40,8 @@ from inferview.practice.units import UnitError, alternative_answers, format_valu
         ("128k tokens", "tokens", 128e3),
         ("3.36 tokens", "tokens", 3.36),
         ("12 sequences", "count", 12),
+        ("= 16 GiB in total", "bytes", 16 * 2**30),
+        ("around 16 GiB of KV cache", "bytes", 16 * 2**30),
     ],
 )
 def test_parse(text, unit, want):

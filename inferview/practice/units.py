@@ -14,6 +14,7 @@
   ``parameters``, ``tokens``, ``sequences``... (ignored words naming the unit).
 - FLOPs: ``FLOPs``, ``TFLOPs``, ``PFLOP``...; intensity ``flop/byte``, ``FLOPs per byte``.
 - Per token: ``320 KiB/token``, ``320 KiB per token``.
+- Trailing words ``total``, ``in total``, ``overall``, ``of memory``, ``of KV cache`` are ignored.
 - Ratios: ``3.2x``, ``3.2×``, ``3.2 times``, ``320%``. Time: ``s``, ``ms``, ``us``/``µs``, ``ns``,
   ``min``.
 
@@ -64,6 +65,9 @@ _NUM = re.compile(
     r"^\s*(?P<num>[-+]?(?:\d[\d,_]*(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)"
     r"(?:\s*(?:x|\*|×|·)\s*10\s*(?:\^|\*\*)\s*(?P<exp>[-+]?\d+))?\s*(?P<rest>.*?)\s*\.?\s*$"
 )
+_TRAILING = re.compile(
+    r"\s*(?:in total|total|overall|of (?:gpu |hbm )?memory|of (?:the )?(?:kv )?cache|memory)\s*$",
+    re.IGNORECASE)
 _PER_TOKEN = re.compile(r"\s*(?:/|per)\s*(?:token|tok|tokens)\s*$", re.IGNORECASE)
 _PER_BYTE = re.compile(r"\s*(?:/|per)\s*(?:byte|bytes|b)\s*$", re.IGNORECASE)
 _BYTES = re.compile(r"^(?P<prefix>[kKmMgGtTpPeE]i?)?\s*(?P<base>bytes?|B|b|bits?|bit)$")
@@ -77,7 +81,7 @@ _SECONDS = {
 
 def _number(text: str) -> tuple[float, str]:
     t = text.strip()
-    t = re.sub(r"^(?:~|≈|about|approx\.?|approximately|roughly)\s*", "", t, flags=re.IGNORECASE)
+    t = re.sub(r"^(?:=|~|≈|about|approx\.?|approximately|roughly|around)\s*", "", t, flags=re.IGNORECASE)
     m = _NUM.match(t)
     if not m:
         raise UnitError(f"could not read a number in {text.strip()!r}")
@@ -141,6 +145,7 @@ def parse_answer(text: str, unit: str) -> Parsed:
     if unit not in UNIT_KINDS:
         raise ValueError(f"unknown unit {unit!r}")
     value, rest = _number(text)
+    rest = _TRAILING.sub("", rest).strip()
     original = rest
     kind = UNIT_KINDS[unit]
 

@@ -133,6 +133,9 @@ MODELS: dict[str, ModelPreset] = {
                 "hidden_act": "silu", "tie_word_embeddings": False, "torch_dtype": "bfloat16",
             },
             "huggingface.co/mistralai/Mixtral-8x7B-v0.1 config.json; Jiang et al. 2024, Mixtral of Experts (46.7B total, 12.9B active)",
+            notes="sliding_window is null in the official config.json (an early version said 4096): "
+                  "Mixtral attends densely over its 32k context. The 12.9B active figure counts the "
+                  "input embedding.",
         ),
         ModelPreset(
             "qwen2.5-72b", "Qwen2.5-72B-Instruct",

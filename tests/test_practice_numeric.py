@@ -121,3 +121,13 @@ def test_grade_answer_all_kinds():
     q = _numeric(params={"model": ["llama-3-70b"], "seq_len": [131072]})
     r = grade_answer(q, "40 GiB")
     assert r.correct and r.expected == 42_949_672_960 and r.expected_text.startswith("40 GiB")
+
+
+def test_template_problems():
+    from inferview.practice.drills import template_problems
+
+    assert template_problems(_numeric()) == []
+    assert "unknown 'nope'" in template_problems(_numeric(quantity="nope"))[0]
+    assert any("unknown placeholder" in p for p in template_problems(_numeric(answer="{oops} {value}")))
+    assert any("needs 'seq_len'" in p for p in template_problems(_numeric(params={"model": ["llama-3-8b"]})))
+    assert any("is in 'bytes'" in p for p in template_problems(_numeric(unit="params")))

@@ -103,3 +103,13 @@ def test_flag_lowers_score():
 
 def test_normalize_is_applied_to_phrases_too():
     assert normalize("Caching KV-Values") == normalize("cached kv values")
+
+
+def test_self_check():
+    from inferview.practice.openq import self_check
+
+    assert self_check(_q(answer="It is faster.")) != []  # no key point phrase matches
+    good = _q(answer="Without a cache we would recompute keys each step; it is exact.")
+    assert self_check(good) == []
+    bad = _q(answer="We recompute keys. Flash attention approximates attention.")
+    assert any("states" in p for p in self_check(bad))

@@ -281,3 +281,36 @@ def combinations(question: NumericQuestion) -> Iterator[dict[str, Any]]:
     keys = list(question.params)
     for values in itertools.product(*(question.params[k] for k in keys)):
         yield dict(zip(keys, values, strict=True))
+
+
+def template_problems(question: NumericQuestion) -> list[str]:
+    """Everything wrong with a numeric template, as messages naming the field (for ``lint``):
+    unknown quantity or preset, a unit that differs from the quantity's, a missing required
+    parameter, a model that renders to no answer, an unknown placeholder."""
+    problems: list[str] = []
+    q = QUANTITIES.get(question.quantity)
+    if q is None:
+        return [f"quantity: unknown {question.quantity!r}; known: {', '.join(QUANTITIES)}"]
+    if q.unit != question.unit:
+        problems.append(f"unit: quantity {q.name!r} is in {q.unit!r}, not {question.unit!r}")
+    for name in q.required:
+        if name not in question.params:
+            problems.append(f"params: quantity {q.name!r} needs {name!r}")
+    if q.needs_model and "model" not in question.params:
+        problems.append(f"params: quantity {q.name!r} needs 'model' (a list of preset names)")
+    for k, values in question.params.items():
+        if not values:
+            problems.append(f"params.{k}: empty list")
+    for m in question.params.get("model", []):
+        if str(m) not in MODELS:
+            problems.append(f"params.model: unknown preset {m!r}; known: {', '.join(MODELS)}")
+    if problems:
+        return problems
+    models = [str(m) for m in question.params.get("model", [])] or [None]
+    for m in models:
+        try:
+            render(question, **({"model": m} if m else {}))
+        except DrillError as exc:
+            problems.append(f"prompt/answer: {exc}")
+            break
+    return problems

@@ -257,3 +257,14 @@ def grade_open(
             flagged.append(mis)
             matches[mis.claim] = m
     return OpenGrade(hits=hits, missed=missed, flagged=flagged, matches=matches)
+
+
+def self_check(question: OpenQuestion) -> list[str]:
+    """Problems an author should fix (for ``lint``): key points whose phrases do not match the
+    question's own model answer, and misconceptions the model answer itself states."""
+    g = grade_open(question, question.answer)
+    out = [f"key_points: {k.point!r} is not detected in the model answer (phrases {k.phrases})"
+           for k in g.missed]
+    out += [f"misconceptions: the model answer states {m.claim!r} (matched {g.matches[m.claim].phrase!r})"
+            for m in g.flagged]
+    return out

@@ -10,8 +10,9 @@ p-values under the correct step fall below 0.01, which a valid test does with pr
 ``5e-6`` (Binomial(12, 0.01) tail). Each detection check fails when the p-value is not below 0.01;
 on these distributions, with ``num_samples = 4000``, per-position chi-square tests with a Bonferroni
 correction give p-values below ``1e-12`` for every wrong step (over 30 seeds when the cases were
-designed; the test suite re-checks three), so a sound verifier misses one with negligible probability. The reproducibility check
-cannot fail a verifier whose every draw comes from ``generator``.
+designed; the test suite re-checks three), so a sound verifier misses one with negligible
+probability. The reproducibility check cannot fail a verifier whose every draw comes from
+``generator``.
 """
 
 from __future__ import annotations

@@ -7,6 +7,23 @@ Choices are deterministic: the same question id and seed give the same drill. Te
 ``{gpu_memory}``, and intermediate results such as ``{kv_per_token}`` and ``{weights}``), plus
 ``{value}`` (the answer in a friendly unit) in the model answer. Every number in them comes from the
 presets and the reference functions.
+
+Placeholders (all formatted for reading):
+
+- every drill parameter (``{seq_len}``, ``{batch}``, ``{dtype}``, ``{alpha}``...) and the quantity's
+  defaults; ``{bits}``/``{bytes_per_value}`` of ``dtype``, ``{weight_bits}``/
+  ``{weight_bytes_per_param}`` of ``weight_dtype``; ``{formula}``;
+- with a ``model``: ``{model}`` (title), ``{model_source}``, ``{layers}``, ``{heads}``,
+  ``{kv_heads}``, ``{gqa_ratio}``, ``{head_dim}``, ``{hidden}``, ``{vocab}``, ``{ffn}``,
+  ``{window}``, ``{attention_kinds}``, ``{kv_lora_rank}``, ``{rope_dim}``, ``{experts}``,
+  ``{top_k}``, ``{shared_experts}``, ``{moe_ffn}``, ``{dense_layers}``,
+  ``{values_per_token_layer}``, ``{kv_per_token}``, ``{kv_per_token_bytes}``, ``{total_params}``,
+  ``{active_params}``, ``{embedding_params}``, ``{unembedding_params}``, ``{attention_params}``,
+  ``{dense_mlp_params}``, ``{routed_expert_params}``, ``{active_expert_params}``,
+  ``{shared_expert_params}``, ``{weights}`` (at ``weight_dtype``), ``{weights_at_dtype}``; with
+  ``seq_len`` also ``{tokens_cached}`` and ``{kv_per_seq}``; with ``gpu`` also ``{budget}``;
+- with a ``gpu``: ``{gpu}`` (title), ``{gpu_source}``, ``{gpu_memory}``, ``{gpu_memory_bytes}``,
+  ``{gpu_bandwidth}``, ``{gpu_flops}``.
 """
 
 from __future__ import annotations

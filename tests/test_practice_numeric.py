@@ -131,3 +131,16 @@ def test_template_problems():
     assert any("unknown placeholder" in p for p in template_problems(_numeric(answer="{oops} {value}")))
     assert any("needs 'seq_len'" in p for p in template_problems(_numeric(params={"model": ["llama-3-8b"]})))
     assert any("is in 'bytes'" in p for p in template_problems(_numeric(unit="params")))
+
+
+def test_documented_placeholders_exist():
+    import re
+
+    from inferview.practice import drills
+
+    documented = set(re.findall(r"``\{([a-z_]+)\}``", drills.__doc__))
+    q = _numeric(quantity="max_batch_size", unit="count",
+                 params={"model": ["llama-3-8b"], "seq_len": [4096], "gpu": ["h100-sxm"]})
+    fields = drills.placeholders(q, {"model": "llama-3-8b", "seq_len": 4096, "gpu": "h100-sxm"})
+    missing = documented - set(fields) - {"value", "alpha", "batch"}
+    assert missing == set()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 import torch.nn.functional as F
 from hypothesis import given
@@ -91,3 +92,16 @@ def test_sequence_variant_with_mask() -> None:
     torch.testing.assert_close(got, want)
     y2 = y.masked_fill(~mask, -100)
     torch.testing.assert_close(kd.distillation_loss_seq(s, t, y2, 2.0, 0.5), want)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_matches_cpu() -> None:
+    g = torch.Generator().manual_seed(3)
+    s, t = torch.randn(4, 9, 50, generator=g) * 5, torch.randn(4, 9, 50, generator=g) * 5
+    y = torch.randint(0, 50, (4, 9), generator=g)
+    y[:, -2:] = -100
+    want = kd.distillation_loss_seq(s, t, y, 4.0, 0.3)
+    got = kd.distillation_loss_seq(s.cuda(), t.cuda(), y.cuda(), 4.0, 0.3)
+    assert got.is_cuda
+    torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-6)

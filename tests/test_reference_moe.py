@@ -116,3 +116,22 @@ def test_moe_forward_matches_dense_loop(cf) -> None:
         assert all(int(((out.experts == e) & out.keep).sum()) <= cap for e in range(4))
     assert out.aux_loss.ndim == 0 and 0.0 < float(out.aux_loss) <= 4.0
     assert out.z_loss.ndim == 0 and math.isfinite(float(out.z_loss))
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_matches_cpu() -> None:
+    x = torch.round(_logits(64, 8, 0) * 64) / 64
+    w, idx = moe.route(x, 2)
+    wc, idxc = moe.route(x.cuda(), 2)
+    assert torch.equal(idxc.cpu(), idx)
+    torch.testing.assert_close(wc.cpu(), w)
+    cap = moe.expert_capacity(64, 8, 2, 1.0)
+    assert torch.equal(moe.apply_capacity(idx.cuda(), 8, cap).cpu(), moe.apply_capacity(idx, 8, cap))
+    torch.testing.assert_close(moe.load_balancing_loss(x.cuda(), idx.cuda(), 8).cpu(),
+                               moe.load_balancing_loss(x, idx, 8))
+    weights = moe.MoEWeights.random(16, 32, 8, seed=0)
+    weights_c = moe.MoEWeights.random(16, 32, 8, seed=0, device="cuda")
+    xs = torch.randn(64, 16, generator=torch.Generator().manual_seed(2))
+    out, out_c = moe.moe_forward(xs, weights, 2, 1.0), moe.moe_forward(xs.cuda(), weights_c, 2, 1.0)
+    torch.testing.assert_close(out_c.y.cpu(), out.y, rtol=1e-4, atol=1e-5)

@@ -73,3 +73,15 @@ def test_unstructured_prunes_the_smallest(n, sparsity, seed):
 def test_sparse_bytes() -> None:
     # 4096 x 4096 fp16: half the values (16 MiB) + 2-bit metadata per kept value (2 MiB)
     assert pr.sparse_bytes_2_4(4096, 4096, 2) == 4096 * 4096 + 4096 * 4096 // 8
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_matches_cpu() -> None:
+    w = torch.randint(-2, 3, (64, 128), generator=torch.Generator().manual_seed(0)).half()
+    pw, mask = pr.prune_2_4(w)
+    pwc, maskc = pr.prune_2_4(w.cuda())
+    assert maskc.is_cuda and torch.equal(maskc.cpu(), mask) and torch.equal(pwc.cpu(), pw)
+    assert pr.is_2_4_sparse(pwc)
+    vals, pos = pr.compress_2_4(pwc)
+    assert torch.equal(pr.decompress_2_4(vals, pos).cpu(), pw)

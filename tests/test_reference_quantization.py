@@ -179,3 +179,23 @@ def test_fp8_scaled_quantization() -> None:
     assert float(vals.abs().amax()) == 448.0
     rel = (vals * scale[:, None] - x).abs() / x.abs().amax(dim=1, keepdim=True)
     assert float(rel.max()) <= 2.0**-4 * 1.0001
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_matches_cpu_and_torch_casts() -> None:
+    x = _all_fp32_samples(20_000)
+    for fmt, sat in [(qz.FP8_E4M3, True), (qz.FP8_E5M2, False)]:
+        want = x.cuda().to(getattr(torch, fmt.torch_dtype)).float().cpu()
+        got = qz.round_to_format(x.cuda(), fmt, saturate=sat).cpu()
+        assert bool(((got == want) | (got.isnan() & want.isnan())).all())
+    w = _weight(8, 64, 0)
+    for gran, gsz in [("tensor", None), ("channel", None), ("group", 16)]:
+        q, s = qz.quantize_absmax(w, 4, gran, gsz)
+        qc, sc = qz.quantize_absmax(w.cuda(), 4, gran, gsz)
+        assert qc.is_cuda and torch.equal(qc.cpu(), q) and torch.equal(sc.cpu(), s)
+    packed, _ = qz.quantize_int4_per_group(w, 16)
+    assert torch.equal(qz.unpack_int4(packed.cuda()).cpu(), qz.unpack_int4(packed))
+    e, sh = qz.mx_quantize(w)
+    ec, shc = qz.mx_quantize(w.cuda())
+    assert torch.equal(ec.cpu(), e) and torch.equal(shc.cpu(), sh)

@@ -7,7 +7,7 @@ outlier problem, Dettmers et al. 2022).
 from __future__ import annotations
 
 import torch
-from hypothesis import example, given
+from hypothesis import example, given, note
 from hypothesis import strategies as st
 from inferview.graders import strategies as gs
 from inferview.graders.api import CheckFailed, Ctx, check, expect, expect_close, expect_equal
@@ -31,6 +31,8 @@ def weights(draw: st.DrawFn, *, max_rows: int = 6, max_groups: int = 4,
 
 def _build(case: dict, device: str, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     shape = (case["rows"], case["groups"] * case["group_size"])
+    note(f"w = randn{shape} * {case['magnitude']:g} (seed {case['seed']}), "
+         f"{str(dtype).replace('torch.', '')}, group_size = {case['group_size']}")
     return gs.tensor(shape, case["seed"], dtype, device, scale=case["magnitude"])
 
 

@@ -142,5 +142,5 @@ def test_documented_placeholders_exist():
     q = _numeric(quantity="max_batch_size", unit="count",
                  params={"model": ["llama-3-8b"], "seq_len": [4096], "gpu": ["h100-sxm"]})
     fields = drills.placeholders(q, {"model": "llama-3-8b", "seq_len": 4096, "gpu": "h100-sxm"})
-    missing = documented - set(fields) - {"value", "alpha", "batch"}
+    missing = documented - set(fields) - {"value", "alpha", "batch", "param"}
     assert missing == set()

@@ -217,6 +217,8 @@ def max_context_length(config: Config, gpu_bytes: int, weight_bytes: int, batch_
     def fits(s: int) -> bool:
         return kv_cache_bytes(config, s, batch_size, dtype) <= budget
 
+    if kv_cache_values(config, 1, 1) == 0:
+        raise ValueError("the config caches nothing per token (zero KV heads or head_dim?)")
     if budget < 0 or not fits(1):
         return 0
     kinds = layer_kinds(config)

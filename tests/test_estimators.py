@@ -94,6 +94,14 @@ def test_max_batch_consistent_with_bytes_int4_odd():
         assert e.kv_cache_bytes(c, 1, b, "int4") <= budget < e.kv_cache_bytes(c, 1, b + 1, "int4")
 
 
+def test_empty_cache_is_an_error_not_a_hang():
+    c = {"num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 0, "hidden_size": 8}
+    with pytest.raises(ValueError):
+        e.max_context_length(c, 10**9, 0)
+    with pytest.raises(ValueError):
+        e.max_batch_size(c, 10, 10**9, 0)
+
+
 def test_max_context_length():
     c = cfg("llama-3-70b")
     w = e.weight_bytes(c)

@@ -258,8 +258,9 @@ def round_to_format(x: Tensor, fmt: FloatFormat | str, saturate: bool = True) ->
     ``2^(max(floor(log2|x|), min_exp) - man_bits)``. Values beyond ``max_value`` after rounding:
     with ``saturate`` (the OCP "saturating" conversion, which ML frameworks use) they and infinities
     clamp to ``+-max_value``; without it they become ``inf`` (formats with infinities) or ``NaN``.
-    NaN stays NaN. ``torch``'s cast to ``float8_e4m3fn`` saturates and its cast to ``float8_e5m2``
-    does not; the tests check both against those casts.
+    NaN stays NaN. Within range the result equals ``torch``'s casts to ``float8_e4m3fn`` /
+    ``float8_e5m2`` bit for bit (the tests check it); beyond range torch 2.13 on CPU saturates E4M3
+    and overflows E5M2 to inf, i.e. ``saturate=True`` and ``False`` respectively.
     """
     f = FORMATS[fmt] if isinstance(fmt, str) else fmt
     xf = x.to(torch.float32)

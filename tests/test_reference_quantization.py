@@ -104,13 +104,26 @@ def _all_fp32_samples(n: int = 200_000) -> torch.Tensor:
     return torch.cat([bits.view(torch.float32), torch.randn(50_000, generator=g) * 50, special])
 
 
-@pytest.mark.parametrize("fmt,saturate", [(qz.FP8_E4M3, True), (qz.FP8_E5M2, False)])
-def test_fp8_emulation_matches_torch_casts(fmt, saturate) -> None:
+def _same(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return (a == b) | (a.isnan() & b.isnan())
+
+
+@pytest.mark.parametrize("fmt", [qz.FP8_E4M3, qz.FP8_E5M2])
+def test_fp8_emulation_matches_torch_casts(fmt) -> None:
+    """Rounding (normals, subnormals, ties to even) matches torch's casts bit for bit; beyond the
+    format's range torch's policy differs by dtype and version (torch 2.13 on CPU saturates E4M3
+    and overflows E5M2 to inf), so there it must equal one of the two policies."""
     x = _all_fp32_samples()
     want = x.to(getattr(torch, fmt.torch_dtype)).float()
-    got = qz.round_to_format(x, fmt, saturate=saturate)
-    same = (got == want) | (got.isnan() & want.isnan())
-    assert bool(same.all()), f"{int((~same).sum())} mismatches, first at {x[~same][:3].tolist()}"
+    sat = qz.round_to_format(x, fmt, saturate=True)
+    nosat = qz.round_to_format(x, fmt, saturate=False)
+    in_range = torch.isfinite(nosat) | x.isnan()
+    ok = _same(nosat, want) & in_range
+    assert bool((_same(sat, nosat) | ~in_range).all())
+    bad = in_range & ~ok
+    assert not bool(bad.any()), f"{int(bad.sum())} mismatches, first at {x[bad][:3].tolist()}"
+    out = ~in_range
+    assert bool((_same(want, sat) | _same(want, nosat))[out].all())
 
 
 @pytest.mark.parametrize("dtype,fmt", [("float8_e4m3fn", qz.FP8_E4M3), ("float8_e5m2", qz.FP8_E5M2)])
@@ -185,10 +198,12 @@ def test_fp8_scaled_quantization() -> None:
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_cuda_matches_cpu_and_torch_casts() -> None:
     x = _all_fp32_samples(20_000)
-    for fmt, sat in [(qz.FP8_E4M3, True), (qz.FP8_E5M2, False)]:
+    for fmt in (qz.FP8_E4M3, qz.FP8_E5M2):
         want = x.cuda().to(getattr(torch, fmt.torch_dtype)).float().cpu()
-        got = qz.round_to_format(x.cuda(), fmt, saturate=sat).cpu()
-        assert bool(((got == want) | (got.isnan() & want.isnan())).all())
+        got = qz.round_to_format(x.cuda(), fmt, saturate=False).cpu()
+        in_range = torch.isfinite(got) | x.isnan()
+        assert bool(_same(got, want)[in_range].all())
+        assert bool(_same(got, qz.round_to_format(x, fmt, saturate=False)).all())
     w = _weight(8, 64, 0)
     for gran, gsz in [("tensor", None), ("channel", None), ("group", 16)]:
         q, s = qz.quantize_absmax(w, 4, gran, gsz)

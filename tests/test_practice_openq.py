@@ -113,3 +113,14 @@ def test_self_check():
     assert self_check(good) == []
     bad = _q(answer="We recompute keys. Flash attention approximates attention.")
     assert any("states" in p for p in self_check(bad))
+
+
+def test_negation_does_not_cross_a_clause_boundary():
+    from inferview.content.models import Misconception
+    from inferview.practice.openq import detect_misconception
+
+    mis = Misconception(claim="flash attention only helps training", phrases=["only helps training"],
+                        correction="it helps prefill at inference too")
+    assert detect_misconception(mis, "No, it only helps training.") is not None
+    assert detect_misconception(mis, "Yes. It only helps training") is not None
+    assert detect_misconception(mis, "It does not only help training; prefill benefits too.") is None

@@ -36,7 +36,9 @@ Matching
 
 Negation (misconceptions only)
     A misconception match is discarded when a negation occurs within the 3 words before the
-    match's first word. Negations: "not", "no", "never", "without", "neither", "nor", "cannot",
+    match's first word, in the same clause: the look-back stops at ``. , ; : ! ?`` or a line
+    break, so "No, it only helps training" is still flagged while "it is not an approximation" is
+    not. Negations: "not", "no", "never", "without", "neither", "nor", "cannot",
     any contraction ending in "n't" ("isn't", "doesn't", "don't", "can't", ...), and the two-word
     negations "rather than" and "instead of" (counted when their last word lies in those 3 words).
     A misconception is flagged when at least one of its phrases has a match that is not discarded.
@@ -69,19 +71,33 @@ NEGATION_PAIRS: tuple[tuple[str, str], ...] = (("rather", "than"), ("instead", "
 
 _TOKEN = re.compile(r"\d+(?:\.\d+)+|[a-z0-9]+(?:'[a-z]+)*")
 _VOWELS = set("aeiouy")
+_BOUNDARY = re.compile(r"[.,;:!?\n]")
+
+
+def _tokens_and_breaks(text: str) -> tuple[list[str], frozenset[int]]:
+    """Words (rules 1 and 2) and the indices ``i`` where a clause boundary (``. , ; : ! ?`` or a
+    line break) separates word ``i - 1`` from word ``i``."""
+    text = text.lower().replace("\u2019", "'").replace("\u2018", "'")
+    text = re.sub(r"[-/\u2010-\u2015]", " ", text)
+    words: list[str] = []
+    breaks: set[int] = set()
+    last_end = 0
+    for m in _TOKEN.finditer(text):
+        w = m.group(0)
+        if w.endswith("'s"):
+            w = w[:-2]
+        if not w:
+            continue
+        if words and _BOUNDARY.search(text, last_end, m.start()):
+            breaks.add(len(words))
+        words.append(w)
+        last_end = m.end()
+    return words, frozenset(breaks)
 
 
 def tokenize(text: str) -> list[str]:
     """Split text into lower-case words (rules 1 and 2 of the module docstring), not stemmed."""
-    text = text.lower().replace("\u2019", "'").replace("\u2018", "'")
-    text = re.sub(r"[-/\u2010-\u2015]", " ", text)
-    words = []
-    for w in _TOKEN.findall(text):
-        if w.endswith("'s"):
-            w = w[:-2]
-        if w:
-            words.append(w)
-    return words
+    return _tokens_and_breaks(text)[0]
 
 
 def _has_vowel(s: str) -> bool:
@@ -180,14 +196,16 @@ def find_phrase(phrase: str, text: str) -> Match | None:
     return Match(phrase, *hits[0]) if hits else None
 
 
-def _negated(raw: Sequence[str], start: int) -> bool:
+def _negated(raw: Sequence[str], start: int, breaks: frozenset[int] = frozenset()) -> bool:
     lo = max(0, start - NEGATION_LOOKBACK)
-    for idx in range(lo, start):
+    for idx in range(start - 1, lo - 1, -1):
+        if idx + 1 in breaks:
+            break  # "No, it only helps training": the negation belongs to another clause
         w = raw[idx]
         if w in NEGATIONS or w.endswith("n't"):
             return True
         for first, second in NEGATION_PAIRS:
-            if w == second and idx > 0 and raw[idx - 1] == first:
+            if w == second and idx > 0 and raw[idx - 1] == first and idx not in breaks:
                 return True
     return False
 
@@ -225,11 +243,11 @@ def detect_point(point: KeyPoint, text: str) -> Match | None:
 
 def detect_misconception(mis: Misconception, text: str) -> Match | None:
     """The first non-negated match of any of the misconception's phrases in ``text``."""
-    raw = tokenize(text)
+    raw, breaks = _tokens_and_breaks(text)
     words = [stem(w) for w in raw]
     for phrase in mis.phrases:
         for start, end in _matches(normalize(phrase), words):
-            if not _negated(raw, start):
+            if not _negated(raw, start, breaks):
                 return Match(phrase, start, end)
     return None
 

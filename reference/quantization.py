@@ -340,6 +340,16 @@ def mx_dequantize(elements: Tensor, shared_exp: Tensor, block: int = MX_BLOCK) -
     return torch.ldexp(eb, shared_exp.unsqueeze(-1).to(torch.int32)).reshape(elements.shape)
 
 
+def bits_per_weight(bits: int, group_size: int | None, scale_bits: int = 16,
+                    zero_bits: int = 0) -> float:
+    """Storage cost of a block-scaled format, scales included: ``bits + (scale_bits + zero_bits) /
+    group_size``. int4 with one fp16 scale per 128 weights: 4.125; MXFP4 (E8M0 scale per 32): 4.25;
+    MXFP8: 8.25. ``group_size=None`` means the scale's cost is negligible (per tensor or channel)."""
+    if group_size is None:
+        return float(bits)
+    return bits + (scale_bits + zero_bits) / group_size
+
+
 # --------------------------------------------------------------------------------------------
 # The outlier problem
 # --------------------------------------------------------------------------------------------

@@ -214,3 +214,11 @@ def test_cuda_matches_cpu_and_torch_casts() -> None:
     e, sh = qz.mx_quantize(w)
     ec, shc = qz.mx_quantize(w.cuda())
     assert torch.equal(ec.cpu(), e) and torch.equal(shc.cpu(), sh)
+
+
+def test_bits_per_weight() -> None:
+    assert qz.bits_per_weight(4, 128) == 4.125
+    assert qz.bits_per_weight(4, qz.MX_BLOCK, scale_bits=8) == 4.25
+    assert qz.bits_per_weight(8, qz.MX_BLOCK, scale_bits=8) == 8.25
+    assert qz.bits_per_weight(4, 64, scale_bits=16, zero_bits=16) == 4.5
+    assert qz.bits_per_weight(8, None) == 8.0

@@ -64,3 +64,23 @@ def test_json_schemas_are_up_to_date():
             "'inferview lint --write-schema' and commit the result."
         )
         json.loads(text)
+
+
+def test_lint_checks_what_the_schema_cannot_see(tmp_path):
+    """An open question whose model answer misses its own key point or states its own
+    misconception, and a numeric template over an unknown quantity, are errors with a line."""
+    bank = tmp_path / "semantic.yaml"
+    bank.write_text(
+        "bank: semantic\ntitle: Semantic\nquestions:\n"
+        "  - id: sem-one\n    kind: open\n    topic: kv-cache\n    prompt: Why cache keys and values?\n"
+        "    answer: Flash attention approximates attention. We store things.\n    source: notes\n"
+        "    key_points:\n      - point: avoids recomputation\n        phrases: [recompute]\n"
+        "    misconceptions:\n      - claim: flash attention is approximate\n"
+        "        phrases: [flash attention approximates]\n        correction: it is exact\n"
+        "  - id: sem-two\n    kind: numeric\n    topic: kv-cache\n    prompt: How big is the cache of {model}?\n"
+        "    answer: '{value}'\n    source: notes\n    quantity: no_such_quantity\n    unit: bytes\n")
+    result = _run("lint", str(bank))
+    assert result.exit_code == 1
+    assert f"{bank}:4: question sem-one.key_points: 'avoids recomputation' is not detected" in result.output
+    assert "question sem-one.misconceptions: the model answer states" in result.output
+    assert f"{bank}:17: question sem-two.quantity: unknown 'no_such_quantity'" in result.output

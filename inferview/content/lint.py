@@ -51,6 +51,39 @@ def _python_errors(folder: Path) -> list[ContentError]:
     return errors
 
 
+def _question_line(path: Path, qid: str) -> int | None:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    for n, line in enumerate(lines, 1):
+        if line.strip().lstrip("- ").strip() in (f"id: {qid}", f"id: '{qid}'", f'id: "{qid}"'):
+            return n
+    return None
+
+
+def _question_errors(path: Path, questions: list) -> list[ContentError]:
+    """What the schema cannot see: an open question whose own model answer misses its key points
+    or states its misconceptions; a numeric template that does not render."""
+    from inferview.content.models import NumericQuestion, OpenQuestion
+    from inferview.practice.drills import template_problems
+    from inferview.practice.openq import self_check
+
+    errors = []
+    for q in questions:
+        if isinstance(q, OpenQuestion):
+            problems = self_check(q)
+        elif isinstance(q, NumericQuestion):
+            problems = template_problems(q)
+        else:
+            continue
+        for problem in problems:
+            field_name, _, message = problem.partition(": ")
+            errors.append(ContentError(path, _question_line(path, q.id), f"question {q.id}.{field_name}",
+                                       message or problem))
+    return errors
+
+
 def _lint_challenge(folder: Path, lib: Library, report: LintReport) -> None:
     ch, errors = load_challenge_folder(folder)
     report.errors += errors
@@ -74,6 +107,7 @@ def _lint_bank(path: Path, lib: Library, report: LintReport) -> None:
         return
     report.banks += 1
     report.questions += len(bank.questions)
+    report.errors += _question_errors(path, bank.questions)
     topics = set(lib.topics) | {t.id for t in bank.topics}
     ids = set(lib.questions) | {q.id for q in bank.questions}
     for q in bank.questions:
@@ -96,6 +130,8 @@ def lint(target: Path | None = None) -> LintReport:
         report.challenges = len(lib.challenges)
         for ch in lib.challenges.values():
             report.errors += _python_errors(ch.folder)
+        for b in lib.banks:
+            report.errors += _question_errors(b.path, b.bank.questions)
         return report
     target = target.expanduser()
     if not target.exists():

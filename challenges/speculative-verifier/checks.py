@@ -197,15 +197,26 @@ def detects_argmax_off_by_gamma(ctx: Ctx) -> None:
        hint="Sample the draft tokens with generator=generator and pass the same generator to step; "
             "never use the global RNG or a generator of your own.")
 def reproducible(ctx: Ctx) -> None:
-    """Two runs from the same generator state must return the same p-value; three runs from
-    different states must not all agree (continuous p-values coincide with probability ~0)."""
-    seed = _seed(ctx, 300)
-    a = _pvalue(ctx, "correct_step", MAIN, seed)
-    b = _pvalue(ctx, "correct_step", MAIN, seed)
-    if a != b:
-        raise CheckFailed(f"two runs from the same generator state (seed {seed}) returned {a!r} and "
-                          f"{b!r}: every random draw must come from generator")
-    others = [_pvalue(ctx, "correct_step", MAIN, seed + k) for k in (1, 2)]
-    if all(o == a for o in others):
-        raise CheckFailed(f"generators in three different states all gave p = {a!r}: the result "
-                          f"does not depend on the generator you were given")
+    """Under the correct step and under a wrong one (whose p-values are tiny and continuous, so
+    they do not coincide by chance), two runs from the same generator state must return the same
+    p-value, for two states each; and for at least one of the two steps, four different states
+    must not all give the same p-value. A verifier whose draws all come from ``generator`` cannot
+    fail this check; one that ignores the generator always does."""
+    values: dict[str, list[float]] = {}
+    for step in ("correct_step", "shared_uniform_step"):
+        base = _seed(ctx, 300 if step == "correct_step" else 400)
+        values[step] = []
+        for k in range(4):
+            a = _pvalue(ctx, step, MAIN, base + k)
+            if k < 2:
+                b = _pvalue(ctx, step, MAIN, base + k)
+                if a != b:
+                    raise CheckFailed(
+                        f"two runs with {step} from the same generator state (seed {base + k}) "
+                        f"returned {a!r} and {b!r}: every random draw must come from generator")
+            values[step].append(a)
+    if all(len(set(v)) == 1 for v in values.values()):
+        raise CheckFailed(
+            "generators in four different states gave the same p-value for each step ("
+            + ", ".join(f"{k}: {v[0]!r}" for k, v in values.items())
+            + "): the result does not depend on the generator you were given")

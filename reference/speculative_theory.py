@@ -110,8 +110,9 @@ def optimal_gamma(alpha: float, cost_ratio: float, max_gamma: int = 64) -> int:
 
     Returns 0 when no ``gamma >= 1`` beats plain decoding (the improvement at ``gamma = 0`` is
     exactly 1). By Corollary 3.9, whenever ``alpha > c`` some ``gamma >= 1`` gives an improvement
-    of at least ``(1 + alpha) / (1 + c)``, so the result is then at least 1. Ties go to the
-    smaller ``gamma`` (fewer wasted draft runs).
+    of at least ``(1 + alpha) / (1 + c)``, so the result is then at least 1. A larger ``gamma``
+    must beat the best so far by a relative ``1e-12``: ties, and gains lost in rounding, go to
+    the smaller ``gamma`` (fewer wasted draft runs).
 
     >>> optimal_gamma(0.8, 0.05)
     8

@@ -100,8 +100,9 @@ def test_optimal_gamma_and_corollary_3_9(alpha, c):
     assert values[best] >= max(values) * (1 - 1e-9)
     bound = th.best_improvement_lower_bound(alpha, c)
     if alpha > c:
-        assert best >= 1
         assert values[best] >= bound * (1 - 1e-12)
+        if bound > 1 + 1e-9:  # a gain that is not lost in rounding
+            assert best >= 1
         assert th.walltime_improvement(alpha, 1, c) == pytest.approx(bound)
     else:
         assert bound is None

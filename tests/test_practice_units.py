@@ -74,3 +74,44 @@ def test_format_examples():
     assert format_value(40 * 2**30, "bytes") == "40 GiB (42.95 GB)"
     assert format_value(327680, "bytes/token") == "320 KiB/token"
     assert format_value(46.7e9, "params") == "46.7B params"
+
+
+@pytest.mark.parametrize(
+    "text, unit, want",
+    [
+        ("40GiB", "bytes", 40 * 2**30),
+        ("40 gib", "bytes", 40 * 2**30),
+        ("4.0e1 GiB", "bytes", 40 * 2**30),
+        ("42,949,672,960", "bytes", 42949672960),
+        ("1.2 TB", "bytes", 1.2e12),
+        ("70 billion", "params", 70e9),
+        ("1.5×", "ratio", 1.5),
+        ("2 Gbit", "bytes", 2.5e8),
+        ("1 000 000", "params", 1e6),
+        ("5.1B active params", "params", 5.1e9),
+        ("671B total parameters", "params", 671e9),
+        ("7 ms per token", "seconds", 0.007),
+        ("1,234.5 GB", "bytes", 1234.5e9),
+    ],
+)
+def test_parse_awkward_but_valid(text, unit, want):
+    assert parse_answer(text, unit).value == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "text, unit, says",
+    [
+        ("-5 GB", "bytes", "negative"),
+        ("1e400", "bytes", "too large"),
+        ("12,9", "params", "commas may only group thousands"),
+        ("1,2,3", "bytes", "commas may only group thousands"),
+        ("40 GB", "params", "unit of memory"),
+        ("1.5 MB", "params", "unit of memory"),
+        ("320 KiB/token", "bytes", "per token"),
+        ("abc", "bytes", "could not read a number"),
+        ("", "bytes", "could not read a number"),
+    ],
+)
+def test_rejects_with_a_message_that_says_why(text, unit, says):
+    with pytest.raises(UnitError, match=says):
+        parse_answer(text, unit)

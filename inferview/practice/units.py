@@ -37,6 +37,7 @@ SCALE_WORDS = {
 COUNT_WORDS = {
     "params", "param", "parameters", "parameter", "weights", "tokens", "token", "sequences",
     "sequence", "seqs", "seq", "requests", "request", "count", "experts", "flops", "flop",
+    "active", "total", "activated",
 }
 UNIT_KINDS = {
     "bytes": "bytes", "bytes/token": "bytes", "params": "count", "flops": "count",
@@ -62,7 +63,8 @@ class Parsed:
 
 
 _NUM = re.compile(
-    r"^\s*(?P<num>[-+]?(?:\d[\d,_]*(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)"
+    r"^\s*(?P<num>[-+]?(?:\d{1,3}(?: \d{3})+(?!\d)(?:\.\d*)?|\d[\d,_]*(?:\.\d*)?|\.\d+)"
+    r"(?:[eE][-+]?\d+)?)"
     r"(?:\s*(?:x|\*|×|·)\s*10\s*(?:\^|\*\*)\s*(?P<exp>[-+]?\d+))?\s*(?P<rest>.*?)\s*\.?\s*$"
 )
 _TRAILING = re.compile(
@@ -85,7 +87,12 @@ def _number(text: str) -> tuple[float, str]:
     m = _NUM.match(t)
     if not m:
         raise UnitError(f"could not read a number in {text.strip()!r}")
-    raw = m.group("num").replace(",", "").replace("_", "")
+    raw = m.group("num")
+    whole = re.split(r"[.eE]", raw.lstrip("+-"), maxsplit=1)[0]
+    if "," in whole and not re.fullmatch(r"\d{1,3}(?:,\d{3})+", whole):
+        raise UnitError(f"{m.group('num')!r}: commas may only group thousands (1,234,567); "
+                        "write decimals with a point (12.9)")
+    raw = raw.replace(",", "").replace("_", "").replace(" ", "")
     try:
         value = float(raw)
     except ValueError as exc:
@@ -93,7 +100,9 @@ def _number(text: str) -> tuple[float, str]:
     if m.group("exp"):
         value *= 10.0 ** int(m.group("exp"))
     if not math.isfinite(value):
-        raise UnitError("the number is not finite")
+        raise UnitError("the number is too large to be an answer")
+    if value < 0:
+        raise UnitError(f"{m.group('num')!r} is negative; every quantity here is positive")
     return value, m.group("rest").strip()
 
 
@@ -149,7 +158,7 @@ def parse_answer(text: str, unit: str) -> Parsed:
     original = rest
     kind = UNIT_KINDS[unit]
 
-    if unit in ("bytes/token", "flops/token"):
+    if unit in ("bytes/token", "flops/token", "seconds"):
         rest = _PER_TOKEN.sub("", rest)
     if unit == "flop/byte":
         rest = _PER_BYTE.sub("", rest)
@@ -166,6 +175,9 @@ def parse_answer(text: str, unit: str) -> Parsed:
         sc = _scale_count(rest, allow_b_billion=False)
         if sc is not None and rest.lower() not in ("params", "parameters"):
             return Parsed(value * sc, unit_text=original)
+        if _PER_TOKEN.search(rest) and _byte_factor(_PER_TOKEN.sub("", rest)) is not None:
+            raise UnitError(f"{original!r} is a cost per token; the question asks for a total "
+                            "in bytes (multiply by the tokens)")
         raise UnitError(f"{original!r} is not a unit of bytes (try GB, GiB, MiB, bytes)")
 
     if kind == "ratio":
@@ -183,7 +195,7 @@ def parse_answer(text: str, unit: str) -> Parsed:
         raise UnitError(f"{original!r} is not a unit of time (write s, ms or us)")
 
     # counts: params, tokens, flops, sequences, flop/byte
-    if _byte_factor(rest) is not None and not re.fullmatch(r"[kKmMgGtT]?B", rest):
+    if _byte_factor(rest) is not None and rest != "B":  # a bare "B" is billions
         raise UnitError(f"{original!r} is a unit of memory; the question asks for {unit}")
     sc = _scale_count(rest)
     if sc is not None:

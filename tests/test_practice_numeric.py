@@ -144,3 +144,27 @@ def test_documented_placeholders_exist():
     fields = drills.placeholders(q, {"model": "llama-3-8b", "seq_len": 4096, "gpu": "h100-sxm"})
     missing = documented - set(fields) - {"value", "alpha", "batch", "param"}
     assert missing == set()
+
+
+def test_close_gb_for_gib_is_named_but_a_plain_near_miss_is_not():
+    g = grade_numeric("40 GB", GIB40, "bytes", tolerance=0.05)
+    assert g.score == 0.5 and "Read in GiB instead of GB" in g.diagnosis
+    g = grade_numeric("1 TB", 2**40, "bytes", tolerance=0.05)
+    assert g.score == 0.5 and "2^40 bytes = 1.100 TB" in g.diagnosis
+    g = grade_numeric("46 GiB", GIB40, "bytes", tolerance=0.05)
+    assert g.score == 0.5 and g.diagnosis is None
+
+
+def test_drill_factor_silences_the_generic_one():
+    g = grade_numeric("320 GiB", GIB40, "bytes", factors=[(8.0, "used num_attention_heads")])
+    assert "num_attention_heads" in g.diagnosis and "bits" not in g.diagnosis
+    g = grade_numeric("80 GiB", GIB40, "bytes", factors=[(2.0, "forgot K and V")])
+    assert g.diagnosis == "Your answer is 2x too large. Likely: forgot K and V."
+    # without a drill factor the generic explanation still fires
+    assert "bits" in grade_numeric("320 GiB", GIB40, "bytes").diagnosis
+
+
+@pytest.mark.parametrize("answer", ["47 GiB", "61 GiB", "3 GiB", "130 GiB", "0.1 GiB"])
+def test_no_spurious_diagnosis(answer):
+    factors = [(8.0, "GQA"), (80.0, "one layer"), (2.0, "K and V")]
+    assert grade_numeric(answer, GIB40, "bytes", factors=factors).diagnosis is None

@@ -5,12 +5,15 @@ unit (``inferview.practice.units``). A wrong answer that is off by a factor some
 slips on gets a diagnosis: the drill supplies the factors that matter for its model (query heads
 over KV heads for GQA, the number of layers, the sliding window...), and these generic ones
 follow: 8 (bits vs bytes), 1.0737 (GB vs GiB), 2 (K and V, or two bytes per bf16 value), 1000
-and 1024 (a unit prefix). Answers within three times the tolerance count as close (score 0.5).
+and 1024 (a unit prefix); a generic factor is named only when none of the drill's own explains
+the answer. Answers within three times the tolerance count as close (score 0.5); for those, only a
+unit-prefix slip is named (a number right in GB but written as GiB, or the reverse).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -63,19 +66,12 @@ def _near(a: float, b: float, tol: float) -> bool:
     return abs(a - b) <= tol * abs(b)
 
 
-def diagnose(value: float, expected: float, tolerance: float,
-             factors: Sequence[Factor] = (), in_bits: bool = False) -> str | None:
-    """Explain ``value`` when it is ``expected`` times or divided by a known factor."""
-    if expected == 0 or value == 0 or not math.isfinite(value):
-        return None
-    ratio = value / expected
-    tol = max(tolerance, 1e-9)
-    if in_bits and abs(ratio * 8 - 1) <= max(tol, 2**30 / 1e9 - 1 + tol):
-        return ("Your answer is in bits (a lower-case b, as in Gb, means bits): read as bytes it "
-                "would be about right. 1 byte = 8 bits.")
+def _match(ratio: float, tol: float, factors: Sequence[Factor]) -> str | None:
+    """The explanation for the first of ``factors`` that ``ratio`` equals (either way), merging
+    every reason given for that same factor; None when none matches."""
     seen: dict[tuple[str, float], list[str]] = {}
     order: list[tuple[str, float]] = []
-    for f, why in list(factors) + GENERIC_FACTORS:
+    for f, why in factors:
         if f <= 0 or _near(f, 1.0, 1e-9):
             continue
         for direction, target in (("too large", f), ("too small", 1 / f)):
@@ -89,9 +85,50 @@ def diagnose(value: float, expected: float, tolerance: float,
     if not order:
         return None
     direction, f = order[0]
-    why = "; or ".join(seen[(direction, f)])
-    note = " (your answer was in bits)" if in_bits and f == 8.0 else ""
-    return f"Your answer is {f:g}x {direction}{note}. Likely: {why}."
+    shown = f"{f:.3g}" if f < 1.5 else f"{f:g}"
+    return f"Your answer is {shown}x {direction}. Likely: {'; or '.join(seen[(direction, f)])}."
+
+
+_PREFIX_POWER = {"k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
+
+
+def prefix_slip(parsed: Parsed, expected: float, tolerance: float) -> str | None:
+    """Name a GB-for-GiB (or GiB-for-GB, TB/TiB...) slip: the answer's number, read with the other
+    system's prefix, is right. Only answers written with such a prefix qualify."""
+    m = re.match(r"^\s*([kKmMgGtTpP])(i?)[bB]", parsed.unit_text)
+    if not m or expected == 0 or parsed.in_bits:
+        return None
+    n = _PREFIX_POWER[m.group(1).lower()]
+    si, binary = 1000.0**n, 1024.0**n
+    wrote_binary = bool(m.group(2))
+    other = parsed.value / binary * si if wrote_binary else parsed.value / si * binary
+    if abs(other - expected) > tolerance * abs(expected):
+        return None
+    p = m.group(1).upper() if n > 1 else "K"
+    bi, de = f"{p}iB", f"{p if n > 1 else 'k'}B"
+    said, meant = (bi, de) if wrote_binary else (de, bi)
+    return (f"Read in {meant} instead of {said}, your number would be right: GB vs GiB "
+            f"(1 {bi} = 2^{10 * n} bytes = {binary / si:.3f} {de}).")
+
+
+def diagnose(value: float, expected: float, tolerance: float,
+             factors: Sequence[Factor] = (), in_bits: bool = False) -> str | None:
+    """Explain ``value`` when it is ``expected`` times or divided by a known factor.
+
+    The drill's own ``factors`` are tried first and, when one matches, the generic ones are not
+    mentioned (an 8x slip on a GQA model is the head count, not bits, unless the answer was in bits).
+    """
+    if expected == 0 or value == 0 or not math.isfinite(value):
+        return None
+    ratio = value / expected
+    tol = max(tolerance, 1e-9)
+    if in_bits and abs(ratio * 8 - 1) <= max(tol, 2**30 / 1e9 - 1 + tol):
+        return ("Your answer is in bits (a lower-case b, as in Gb, means bits): read as bytes it "
+                "would be about right. 1 byte = 8 bits.")
+    found = _match(ratio, tol, factors) or _match(ratio, tol, GENERIC_FACTORS)
+    if found and in_bits and found.startswith("Your answer is 8x"):
+        found = found.replace(". Likely:", " (your answer was in bits). Likely:", 1)
+    return found
 
 
 def grade_numeric(answer: str, expected: float, unit: str, tolerance: float = 0.05,
@@ -113,7 +150,12 @@ def grade_numeric(answer: str, expected: float, unit: str, tolerance: float = 0.
                             f"Correct: {shown} (you said {format_value(value, unit)}).",
                             parsed=parsed)
     close = expected != 0 and abs(rel) <= CLOSE_FACTOR * tolerance
-    diagnosis = None if close else diagnose(value, expected, tolerance, factors, parsed.in_bits)
+    diagnosis: str | None = None
+    if not close:
+        diagnosis = diagnose(value, expected, tolerance, factors, parsed.in_bits)
+    elif unit in ("bytes", "bytes/token"):
+        # this near the answer only a unit-prefix slip (GB for GiB) is worth naming
+        diagnosis = prefix_slip(parsed, expected, tolerance)
     if close:
         msg = (f"Close: {format_value(value, unit)} is {rel:+.1%} from {shown}; "
                f"within {tolerance:.0%} counts.")

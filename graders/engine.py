@@ -526,6 +526,8 @@ def _format_counterexample(exc: BaseException, ctx: Ctx, fn_name: str, seed: int
 def _describe_example(example: dict[str, Any]) -> str:
     parts = []
     for k, v in example.items():
+        if isinstance(v, Ctx):
+            continue
         text = repr(v)
         parts.append(f"{k}={text if len(text) <= 300 else text[:297] + '...'}")
     return ", ".join(parts)

@@ -26,6 +26,7 @@ class Service:
         self.lock = threading.Lock()
         self.cancel = threading.Event()
         self.thread: threading.Thread | None = None
+        self.busy = threading.Event()
 
     def emit(self, event: dict[str, Any]) -> None:
         with self.lock:
@@ -45,12 +46,15 @@ class Service:
                 cancel=self.cancel.is_set,
             )
         except engine.GradingUsageError as exc:
+            self.busy.clear()
             self.emit({"event": "error", "id": rid, "message": str(exc), "usage": True})
             return
         except Exception as exc:  # noqa: BLE001 - the client shows one line
+            self.busy.clear()
             self.emit({"event": "error", "id": rid, "usage": False,
                        "message": f"{type(exc).__name__}: {exc}"})
             return
+        self.busy.clear()
         if result.cancelled:
             self.emit({"event": "cancelled", "id": rid})
         else:
@@ -84,11 +88,12 @@ class Service:
                 continue
             op = req.get("op")
             if op == "grade":
-                if self.thread is not None and self.thread.is_alive():
+                if self.busy.is_set():
                     self.emit({"event": "error", "id": req.get("id"), "usage": True,
                                "message": "a grade is already running"})
                     continue
                 self.cancel.clear()
+                self.busy.set()
                 self.thread = threading.Thread(target=self.run_grade, args=(req,), daemon=True)
                 self.thread.start()
             elif op == "prepare":

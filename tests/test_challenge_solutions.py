@@ -1,0 +1,125 @@
+"""The meta-test: every challenge's correct solutions pass and every targeted wrong solution
+gets the verdict its ``solutions/expected.yaml`` names, graded exactly the way ``inferview grade``
+grades (the CLI in-process, ``--json``, a fixed seed per file). Also: each challenge has at least
+two correct and five wrong solutions, and its starter gets ``error`` with its own
+NotImplementedError message rather than a crash.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import zlib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from inferview.cli import main as cli_main
+from inferview.paths import builtin_challenges_dir
+
+ROOT = builtin_challenges_dir()
+CHALLENGES = sorted(p.parent for p in ROOT.glob("*/challenge.yaml"))
+
+
+def _seed(path: Path) -> int:
+    return zlib.crc32(str(path.relative_to(ROOT)).encode()) % 1_000_000
+
+
+def _expected(folder: Path) -> dict:
+    path = folder / "solutions" / "expected.yaml"
+    if not path.is_file():
+        return {}
+    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+
+
+def _cases(kind: str) -> list:
+    out = []
+    for ch in CHALLENGES:
+        for f in sorted((ch / "solutions" / kind).glob("*.py")):
+            out.append(pytest.param(ch, f, id=f"{ch.name}/{kind}/{f.stem}"))
+    return out
+
+
+def grade_like_cli(capsys: pytest.CaptureFixture, challenge: Path, file: Path) -> tuple[int, dict]:
+    """Run ``inferview grade ID FILE --json --seed N`` in-process; returns (exit code, result)."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        cli_main(["grade", challenge.name, str(file), "--json", "--seed", str(_seed(file)),
+                  "--no-record", "--device", "auto"])
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert len(lines) == 1, f"--json must print exactly one line on stdout, got:\n{out}"
+    return int(exc.value.code or 0), json.loads(lines[0])
+
+
+def _summary(result: dict) -> str:
+    rows = [f"verdict {result['verdict']} (seed {result['seed']})"]
+    for c in result["checks"]:
+        rows.append(f"  [{c['status']}] {c['name']}: {c['message'][:600]}")
+        if c.get("counterexample"):
+            rows.append(f"      counterexample: {c['counterexample'][:400]}")
+    return "\n".join(rows)
+
+
+@pytest.mark.parametrize("challenge, file", _cases("correct"))
+def test_correct_solution_passes(capsys, challenge: Path, file: Path) -> None:
+    code, result = grade_like_cli(capsys, challenge, file)
+    assert result["verdict"] == "passed", _summary(result)
+    assert code == 0
+    for c in result["checks"]:
+        if c["status"] == "skipped":
+            assert "CUDA" in c["message"], f"{c['name']} skipped for another reason: {c['message']}"
+
+
+@pytest.mark.parametrize("challenge, file", _cases("wrong"))
+def test_wrong_solution_gets_its_verdict(capsys, challenge: Path, file: Path) -> None:
+    spec = _expected(challenge).get(file.name) or {}
+    want = spec.get("verdict", "failed")
+    code, result = grade_like_cli(capsys, challenge, file)
+    assert result["verdict"] == want, _summary(result)
+    assert code == 1
+    if spec.get("check"):
+        failing = {c["name"] for c in result["checks"] if c["status"] in ("failed", "error")}
+        assert spec["check"] in failing, (
+            f"expected the check {spec['check']!r} to catch it\n" + _summary(result))
+
+
+@pytest.mark.parametrize("challenge", [pytest.param(c, id=c.name) for c in CHALLENGES])
+def test_challenge_has_enough_solutions(challenge: Path) -> None:
+    correct = list((challenge / "solutions" / "correct").glob("*.py"))
+    wrong = list((challenge / "solutions" / "wrong").glob("*.py"))
+    assert len(correct) >= 2, f"{challenge.name}: needs at least 2 correct solutions"
+    assert len(wrong) >= 5, f"{challenge.name}: needs at least 5 wrong solutions"
+    listed = set(_expected(challenge))
+    unknown = listed - {p.name for p in wrong}
+    assert not unknown, f"{challenge.name}: expected.yaml names missing files {sorted(unknown)}"
+    for p in wrong:
+        doc = ast.get_docstring(ast.parse(p.read_text(encoding="utf-8")))
+        assert doc, f"{p}: a wrong solution needs a docstring naming its one mistake"
+
+
+def _starter_messages(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if (isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call)
+                and getattr(node.exc.func, "id", "") == "NotImplementedError" and node.exc.args
+                and isinstance(node.exc.args[0], ast.Constant)):
+            found.append(str(node.exc.args[0].value))
+    return found
+
+
+@pytest.mark.parametrize("challenge", [pytest.param(c, id=c.name) for c in CHALLENGES])
+def test_starter_gets_error_with_its_message(capsys, challenge: Path) -> None:
+    import yaml as _yaml
+
+    starter = challenge / (_yaml.safe_load((challenge / "challenge.yaml").read_text()).get(
+        "starter") or "starter.py")
+    code, result = grade_like_cli(capsys, challenge, starter)
+    assert result["verdict"] == "error", _summary(result)
+    assert code == 1
+    text = "\n".join(c["message"] for c in result["checks"])
+    assert "NotImplementedError" in text, _summary(result)
+    messages = _starter_messages(starter)
+    if messages:
+        assert any(m in text for m in messages), _summary(result)

@@ -1,0 +1,116 @@
+"""``inferview grade``, ``start`` and ``watch`` from the command line: exit codes, JSON, replay."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from inferview.cli import main as cli_main
+
+HERE = Path(__file__).resolve().parent
+DEMO = HERE / "fixtures" / "challenges" / "demo-scale"
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = 0
+    try:
+        cli_main(list(args))
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_grade_json_passed_exit_0(capsys) -> None:
+    code, out, _ = run_cli(capsys, "grade", str(DEMO), str(DEMO / "solutions/correct/mul.py"),
+                           "--json", "--seed", "5", "--no-record")
+    data = json.loads(out)
+    assert code == 0 and data["verdict"] == "passed"
+    assert set(data) == {"schema", "challenge", "verdict", "backend", "seed", "duration_s", "checks"}
+    assert data["backend"] == "cpu" and data["seed"] == 5 and data["challenge"] == "demo-scale"
+    for c in data["checks"]:
+        assert set(c) == {"name", "status", "message", "counterexample", "hint"}
+
+
+def test_grade_failed_exit_1_and_seed_replays_exactly(capsys) -> None:
+    wrong = str(DEMO / "solutions/wrong/adds.py")
+    code, out, _ = run_cli(capsys, "grade", str(DEMO), wrong, "--json", "--seed", "77",
+                           "--no-record")
+    code2, out2, _ = run_cli(capsys, "grade", str(DEMO), wrong, "--json", "--seed", "77",
+                             "--no-record")
+    a, b = json.loads(out), json.loads(out2)
+    assert code == code2 == 1 and a["verdict"] == "failed"
+    a.pop("duration_s")
+    b.pop("duration_s")
+    assert a == b
+    assert "replay: --seed 77" in a["checks"][0]["counterexample"]
+
+
+def test_grade_human_output_has_the_same_content(capsys) -> None:
+    code, out, _ = run_cli(capsys, "grade", str(DEMO), str(DEMO / "solutions/wrong/adds.py"),
+                           "--seed", "77", "--no-record")
+    assert code == 1
+    for text in ("FAILED", "scale multiplies every element", "smallest failing input",
+                 "hint:", "seed 77", "backend cpu", "--seed 77"):
+        assert text in out, out
+
+
+def test_grade_usage_errors_exit_2(capsys, tmp_path: Path) -> None:
+    code, out, err = run_cli(capsys, "grade", "no-such-challenge", str(tmp_path / "x.py"))
+    assert code == 2 and "unknown challenge" in err and out == ""
+    code, out, err = run_cli(capsys, "grade", str(DEMO), str(tmp_path / "missing.py"))
+    assert code == 2 and "no such file" in err and len(err.strip().splitlines()) == 1
+
+
+def test_start_copies_the_starter_and_never_overwrites(capsys, tmp_path: Path) -> None:
+    code, out, _ = run_cli(capsys, "start", str(DEMO), "--dir", str(tmp_path))
+    target = tmp_path / "demo-scale" / "solution.py"
+    assert code == 0 and out.strip() == str(target)
+    assert target.read_text() == (DEMO / "starter.py").read_text()
+    target.write_text("# mine\n")
+    code, out, err = run_cli(capsys, "start", str(DEMO), "--dir", str(tmp_path))
+    assert code == 0 and "already exists" in err and target.read_text() == "# mine\n"
+
+
+def test_start_defaults_to_the_workspace(capsys, inferview_home: Path) -> None:
+    code, out, _ = run_cli(capsys, "start", str(DEMO))
+    assert code == 0
+    assert Path(out.strip()) == inferview_home / "workspace" / "demo-scale" / "solution.py"
+
+
+def test_start_unknown_challenge_exit_2(capsys) -> None:
+    code, _, err = run_cli(capsys, "start", "no-such-challenge")
+    assert code == 2 and "unknown challenge" in err
+
+
+def test_watch_missing_file_exit_2(capsys, tmp_path: Path) -> None:
+    code, _, err = run_cli(capsys, "watch", str(DEMO), str(tmp_path / "nope.py"))
+    assert code == 2 and "no such file" in err
+
+
+def test_watch_grades_then_exits_cleanly_on_interrupt(tmp_path: Path) -> None:
+    sol = tmp_path / "solution.py"
+    sol.write_text((DEMO / "solutions/correct/mul.py").read_text())
+    log = tmp_path / "watch.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "inferview", "watch", str(DEMO), str(sol), "--seed", "1"],
+            stdout=out, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and "watching" not in log.read_text():
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    seen = log.read_text()
+    assert "PASSED" in seen and "watching" in seen, seen
+    assert "Traceback" not in seen

@@ -168,3 +168,25 @@ def test_drill_factor_silences_the_generic_one():
 def test_no_spurious_diagnosis(answer):
     factors = [(8.0, "GQA"), (80.0, "one layer"), (2.0, "K and V")]
     assert grade_numeric(answer, GIB40, "bytes", factors=factors).diagnosis is None
+
+
+def test_drill_diagnoses_a_rounded_count_and_a_quantized_dtype():
+    q = _numeric(id="n-batch", quantity="max_batch_size", unit="count", tolerance=0.01,
+                 prompt="{model} on {gpu}, {seq_len} tokens?", answer="{value}",
+                 params={"model": ["llama-2-7b"], "gpu": ["a100-80gb"], "seq_len": [8192]})
+    d = render(q)
+    assert d.value == 16  # floor(67.45 GiB / 4 GiB)
+    # forgetting K and V halves the per-sequence cache: floor(33.7) = 33, not 2 x 16
+    assert "keys and values" in grade_answer(q, "33", rendered=d).diagnosis
+    assert grade_answer(q, "17", rendered=d).diagnosis is None  # off by one is not a slip
+    q = _numeric(params={"model": ["llama-3-70b"], "seq_len": [32768], "dtype": ["int4"]})
+    d = render(q)
+    r = grade_answer(q, f"{d.value * 4:.6g} bytes", rendered=d)
+    assert "2 bytes per value instead of int4's 0.5 bytes" in r.diagnosis
+
+
+def test_bytes_each_reads_as_english():
+    for dtype, text in (("fp8", "1 byte"), ("bf16", "2 bytes"), ("int4", "0.5 bytes")):
+        q = _numeric(answer="{bytes_each} {weight_bytes_each}",
+                     params={"model": ["llama-3-8b"], "seq_len": [8], "dtype": [dtype]})
+        assert render(q).answer == f"{text} 2 bytes"

@@ -11,8 +11,9 @@ presets and the reference functions.
 Placeholders (all formatted for reading):
 
 - every drill parameter (``{seq_len}``, ``{batch}``, ``{dtype}``, ``{alpha}``...) and the quantity's
-  defaults; ``{bits}``/``{bytes_per_value}`` of ``dtype``, ``{weight_bits}``/
-  ``{weight_bytes_per_param}`` of ``weight_dtype``; ``{formula}``;
+  defaults; ``{bits}``/``{bytes_per_value}`` of ``dtype`` and ``{bytes_each}`` (the same with its
+  unit: "1 byte", "2 bytes"), ``{weight_bits}``/``{weight_bytes_per_param}``/``{weight_bytes_each}``
+  of ``weight_dtype``; ``{formula}``;
 - with a ``model``: ``{model}`` (title), ``{model_source}``, ``{layers}``, ``{heads}``,
   ``{kv_heads}``, ``{gqa_ratio}``, ``{head_dim}``, ``{hidden}``, ``{vocab}``, ``{ffn}``,
   ``{window}``, ``{attention_kinds}``, ``{kv_lora_rank}``, ``{rope_dim}``, ``{experts}``,
@@ -95,6 +96,11 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+def _bytes_each(bits: int) -> str:
+    n = bits / 8
+    return f"{n:g} byte" if n == 1 else f"{n:g} bytes"
+
+
 def _tokens_cached(config: Mapping[str, Any], seq_len: int) -> int:
     """Tokens cached summed over layers divided by layers, as an integer when uniform."""
     kinds = est.layer_kinds(config)
@@ -115,6 +121,8 @@ def placeholders(question: NumericQuestion, params: Mapping[str, Any]) -> dict[s
     wdtype = str(full.get("weight_dtype", "bf16"))
     fields["weight_bits"] = str(est.dtype_bits(wdtype))
     fields["weight_bytes_per_param"] = _fmt(est.dtype_bits(wdtype) / 8)
+    fields["bytes_each"] = _bytes_each(bits)
+    fields["weight_bytes_each"] = _bytes_each(est.dtype_bits(wdtype))
 
     if "model" in full:
         preset = get_model(str(full["model"]))
@@ -200,9 +208,13 @@ def factors_for(question: NumericQuestion, params: Mapping[str, Any]) -> list[Fa
                         f"({kvh}): with GQA every {heads // kvh} query heads share one KV head"))
         out.append((float(c["num_hidden_layers"]), "counted one layer instead of all of them"))
         out.append((2.0, "forgot the factor 2 for keys and values"))
-        bpv = est.dtype_bits(str(full.get("dtype", "bf16"))) / 8
+        dtype = str(full.get("dtype", "bf16"))
+        bpv = est.dtype_bits(dtype) / 8
         if bpv != 1:
-            out.append((bpv, f"bytes per value: {full.get('dtype', 'bf16')} stores {bpv:g} bytes"))
+            out.append((bpv, f"bytes per value: {dtype} stores {_bytes_each(est.dtype_bits(dtype))}"))
+        if bpv < 2:
+            out.append((2 / bpv, f"used bf16's 2 bytes per value instead of {dtype}'s "
+                        f"{_bytes_each(est.dtype_bits(dtype))}"))
         if "seq_len" in full and c.get("sliding_window"):
             s = int(full["seq_len"])
             exact = est.kv_cache_bytes(c, s)
@@ -228,13 +240,18 @@ def factors_for(question: NumericQuestion, params: Mapping[str, Any]) -> list[Fa
             out.append((ratio if name == "moe_active_params" else 1 / ratio,
                         "mixed up total and active parameters: every expert is stored, only "
                         "top_k of them run per token"))
-            out.append((pc.active(True) / act if name == "moe_active_params" else 1.0,
-                        "counted the input-embedding table, a lookup that does no arithmetic"))
+            if name == "moe_active_params":
+                out.append((pc.active(True) / act,
+                            "counted the input-embedding table, a lookup that does no arithmetic"))
         if name == "weight_bytes":
-            wb = est.dtype_bits(str(full.get("dtype", "bf16"))) / 8
+            dtype = str(full.get("dtype", "bf16"))
+            wb = est.dtype_bits(dtype) / 8
             if wb != 1:
-                out.append((1 / wb, f"gave parameters, not bytes: {full.get('dtype')} takes "
-                            f"{wb:g} bytes per parameter"))
+                out.append((1 / wb, f"gave parameters, not bytes: {dtype} takes "
+                            f"{_bytes_each(est.dtype_bits(dtype))} per parameter"))
+            if wb < 2:
+                out.append((2 / wb, f"used bf16's 2 bytes per parameter instead of {dtype}'s "
+                            f"{_bytes_each(est.dtype_bits(dtype))}"))
     if name == "decode_arithmetic_intensity" and int(full.get("batch", 1)) > 1:
         out.append((1 / float(full["batch"]), "ignored the batch: weights are read once per step "
                     "and shared by every sequence in it"))

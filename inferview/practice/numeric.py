@@ -66,16 +66,18 @@ def _near(a: float, b: float, tol: float) -> bool:
     return abs(a - b) <= tol * abs(b)
 
 
-def _match(ratio: float, tol: float, factors: Sequence[Factor]) -> str | None:
+def _match(ratio: float, tol: float, factors: Sequence[Factor], slack: float = 0.0) -> str | None:
     """The explanation for the first of ``factors`` that ``ratio`` equals (either way), merging
-    every reason given for that same factor; None when none matches."""
+    every reason given for that same factor; None when none matches. ``slack`` widens the
+    tolerance for factors of 1.5 and more (rounded counts), never for GB-vs-GiB-sized ones."""
     seen: dict[tuple[str, float], list[str]] = {}
     order: list[tuple[str, float]] = []
     for f, why in factors:
         if f <= 0 or _near(f, 1.0, 1e-9):
             continue
+        t = max(tol, slack) if f >= 1.5 else tol
         for direction, target in (("too large", f), ("too small", 1 / f)):
-            if _near(ratio, target, tol):
+            if _near(ratio, target, t):
                 key = (direction, round(f, 6))
                 if key not in seen:
                     seen[key] = []
@@ -112,8 +114,10 @@ def prefix_slip(parsed: Parsed, expected: float, tolerance: float) -> str | None
 
 
 def diagnose(value: float, expected: float, tolerance: float,
-             factors: Sequence[Factor] = (), in_bits: bool = False) -> str | None:
-    """Explain ``value`` when it is ``expected`` times or divided by a known factor.
+             factors: Sequence[Factor] = (), in_bits: bool = False,
+             slack: float = 0.0) -> str | None:
+    """Explain ``value`` when it is ``expected`` times or divided by a known factor (``slack``:
+    extra relative tolerance for the larger factors, see ``_match``).
 
     The drill's own ``factors`` are tried first and, when one matches, the generic ones are not
     mentioned (an 8x slip on a GQA model is the head count, not bits, unless the answer was in bits).
@@ -125,7 +129,7 @@ def diagnose(value: float, expected: float, tolerance: float,
     if in_bits and abs(ratio * 8 - 1) <= max(tol, 2**30 / 1e9 - 1 + tol):
         return ("Your answer is in bits (a lower-case b, as in Gb, means bits): read as bytes it "
                 "would be about right. 1 byte = 8 bits.")
-    found = _match(ratio, tol, factors) or _match(ratio, tol, GENERIC_FACTORS)
+    found = _match(ratio, tol, factors, slack) or _match(ratio, tol, GENERIC_FACTORS, slack)
     if found and in_bits and found.startswith("Your answer is 8x"):
         found = found.replace(". Likely:", " (your answer was in bits). Likely:", 1)
     return found
@@ -152,7 +156,11 @@ def grade_numeric(answer: str, expected: float, unit: str, tolerance: float = 0.
     close = expected != 0 and abs(rel) <= CLOSE_FACTOR * tolerance
     diagnosis: str | None = None
     if not close:
-        diagnosis = diagnose(value, expected, tolerance, factors, parsed.in_bits)
+        slack = 0.0
+        if unit in ("count", "tokens") and abs(expected) >= 1:
+            # a slip by f changes floor(x) to floor(f x), not f floor(x): allow one unit of rounding
+            slack = min(1 / abs(expected), 0.1)
+        diagnosis = diagnose(value, expected, tolerance, factors, parsed.in_bits, slack)
     elif unit in ("bytes", "bytes/token"):
         # this near the answer only a unit-prefix slip (GB for GiB) is worth naming
         diagnosis = prefix_slip(parsed, expected, tolerance)

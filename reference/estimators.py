@@ -17,8 +17,9 @@ follow CHALLENGES.md exactly:
   any other layer caches ``2 * num_key_value_heads * head_dim`` (a key and a value per KV head).
 - ``layer_types`` (``"full_attention"`` / ``"sliding_attention"``, one per layer) says which layers
   slide; without it every layer slides when ``sliding_window`` is set (not null). A sliding layer
-  caches ``min(seq_len, sliding_window)`` tokens. (Extension: ``use_sliding_window: false``, as in
-  Qwen2 configs, turns sliding off; the challenge never sends that key.)
+  caches ``min(seq_len, sliding_window)`` tokens. (Extensions for real configs, keys the challenge
+  never sends: Qwen2's ``use_sliding_window``/``max_window_layers`` and Gemma/Cohere2's
+  ``sliding_window_pattern``, read as transformers reads them; see ``layer_kinds``.)
 - Bits per value: fp32 32, fp16/bf16 16, fp8/int8 8, int4 4. The byte count is exact and rounded up
   to a whole byte once, for the whole cache.
 
@@ -127,11 +128,21 @@ def kv_values_per_token(config: Config) -> int:
 
 
 def layer_kinds(config: Config) -> list[str]:
-    """Each layer's attention kind, ``"full_attention"`` or ``"sliding_attention"``."""
+    """Each layer's attention kind, ``"full_attention"`` or ``"sliding_attention"``.
+
+    ``layer_types`` decides when present. Without it and with a ``sliding_window``, every layer
+    slides (Mistral), except in configs that encode the layout in other keys, as Hugging Face
+    transformers reads them: Qwen2's ``use_sliding_window: true`` with ``max_window_layers``
+    (layers ``i >= max_window_layers`` slide), and ``sliding_window_pattern`` (Gemma 3, Cohere2;
+    2 for ``model_type`` gemma2): layer ``i`` is global when ``(i + 1) % pattern == 0``.
+    ``use_sliding_window: false`` or a null window makes every layer full.
+    """
     n = _int(config, "num_hidden_layers")
     window = config.get("sliding_window")
     types = config.get("layer_types")
     if types is not None:
+        if not isinstance(types, list | tuple):
+            raise ValueError(f"layer_types must be a list, got {types!r}")
         if len(types) != n:
             raise ValueError(f"layer_types has {len(types)} entries for {n} layers")
         for t in types:
@@ -139,7 +150,19 @@ def layer_kinds(config: Config) -> list[str]:
                 raise ValueError(f"unknown layer type {t!r}")
         kinds = list(types)
     elif window is not None:
-        kinds = ["sliding_attention"] * n
+        pattern = _opt_int(config, "sliding_window_pattern")
+        if pattern is None and config.get("model_type") == "gemma2":
+            pattern = 2
+        if config.get("use_sliding_window") is True and config.get("max_window_layers") is not None:
+            # Qwen2: layers from max_window_layers on slide, the ones below attend fully
+            first = _int(config, "max_window_layers")
+            kinds = ["sliding_attention" if i >= first else "full_attention" for i in range(n)]
+        elif pattern:
+            # Gemma 2/3, Cohere2: every pattern-th layer (1-based) is global, the others slide
+            kinds = ["full_attention" if (i + 1) % pattern == 0 else "sliding_attention"
+                     for i in range(n)]
+        else:
+            kinds = ["sliding_attention"] * n
     else:
         kinds = ["full_attention"] * n
     if config.get("use_sliding_window") is False or window is None:
@@ -299,14 +322,14 @@ class ParamCounts:
 def _num_experts(config: Config) -> int:
     for key in ("n_routed_experts", "num_local_experts", "num_experts"):
         if config.get(key):
-            return int(config[key])
+            return _int(config, key)
     return 0
 
 
 def _top_k(config: Config) -> int:
     for key in ("num_experts_per_tok", "experts_per_token", "moe_topk"):
         if config.get(key):
-            return int(config[key])
+            return _int(config, key)
     return 0
 
 
@@ -368,7 +391,10 @@ def param_counts(config: Config) -> ParamCounts:
     if gpt_oss:
         expert += 2 * expert_ffn + h  # gate_up_proj bias (2*ffn) and down_proj bias (h)
     shared = (_opt_int(config, "n_shared_experts") or 0) * 3 * h * expert_ffn
-    router = h * experts + (experts if gpt_oss else 0)  # gpt-oss's router has a bias
+    router = h * experts
+    if gpt_oss or config.get("model_type") == "deepseek_v3" or config.get("topk_method") == "noaux_tc":
+        # gpt-oss's router has a bias; DeepSeek-V3's gate a per-expert e_score_correction_bias
+        router += experts
 
     return ParamCounts(
         embedding=vocab * h,

@@ -276,3 +276,46 @@ def test_causal_attention_flops_match_pair_count(cfg, seq_len):
         pairs = sum(1 for i in range(seq_len) for j in range(i + 1) if w is None or i - j < w)
         want += 4 * d * cfg["num_attention_heads"] * pairs
     assert e.attention_flops(cfg, seq_len, causal=True) == want
+
+
+def test_gemma_and_cohere_sliding_window_pattern():
+    # Gemma 3 / Cohere2 configs carry no layer_types: every pattern-th layer (1-based) is global
+    c = {"num_hidden_layers": 12, "num_attention_heads": 8, "num_key_value_heads": 4,
+         "head_dim": 256, "hidden_size": 2560, "sliding_window": 1024, "sliding_window_pattern": 6}
+    kinds = e.layer_kinds(c)
+    assert [i for i, k in enumerate(kinds) if k == "full_attention"] == [5, 11]
+    per_layer_tok = 2 * 4 * 256 * 2
+    assert e.kv_cache_bytes(c, 32768) == per_layer_tok * (2 * 32768 + 10 * 1024)
+    # Gemma 2 alternates, starting with a sliding layer, without any key saying so
+    g2 = {"model_type": "gemma2", "num_hidden_layers": 4, "num_attention_heads": 8,
+          "hidden_size": 2048, "sliding_window": 4096}
+    assert e.layer_kinds(g2) == ["sliding_attention", "full_attention"] * 2
+
+
+def test_qwen_use_sliding_window_true_slides_from_max_window_layers():
+    c = {**cfg("qwen2.5-72b"), "use_sliding_window": True, "sliding_window": 4096,
+         "max_window_layers": 70}
+    per_layer_tok = 2 * 8 * 128 * 2
+    assert e.kv_cache_bytes(c, 10_000) == per_layer_tok * (70 * 10_000 + 10 * 4096)
+
+
+def test_malformed_layout_keys_are_value_errors():
+    base = {"num_hidden_layers": 2, "num_attention_heads": 2, "hidden_size": 8, "vocab_size": 4,
+            "intermediate_size": 4}
+    with pytest.raises(ValueError, match="layer_types must be a list"):
+        e.kv_cache_bytes({**base, "layer_types": 5, "sliding_window": 4}, 10)
+    with pytest.raises(ValueError, match="n_routed_experts"):
+        e.param_counts({**base, "n_routed_experts": [8]})
+
+
+def test_deepseek_v3_total_by_hand():
+    h, v, heads, q_rank, kv_rank, nope, rope, dv = 7168, 129280, 128, 1536, 512, 128, 64, 128
+    attn = (h * q_rank + q_rank + q_rank * heads * (nope + rope)  # q down, norm, q up
+            + h * (kv_rank + rope) + kv_rank  # joint KV down-projection with the RoPE key, norm
+            + kv_rank * heads * (nope + dv)  # K (no-RoPE part) and V up-projections
+            + heads * dv * h)  # output
+    expert = 3 * h * 2048
+    moe_layer = 256 * expert + expert + h * 256 + 256  # routed, shared, gate, correction bias
+    total = 2 * v * h + 61 * attn + 3 * 3 * h * 18432 + 58 * moe_layer + 61 * 2 * h + h
+    assert e.param_counts(cfg("deepseek-v3")).total == total
+    assert total == pytest.approx(671.0e9, rel=1e-4)  # report: 671B without the MTP module

@@ -124,3 +124,19 @@ def test_negation_does_not_cross_a_clause_boundary():
     assert detect_misconception(mis, "No, it only helps training.") is not None
     assert detect_misconception(mis, "Yes. It only helps training") is not None
     assert detect_misconception(mis, "It does not only help training; prefill benefits too.") is None
+
+
+def test_negation_inside_the_match_window_discards_the_match():
+    from inferview.content.models import Misconception
+    from inferview.practice.openq import detect_misconception
+
+    approx = Misconception(claim="flash attention is approximate", phrases=["is approximate"],
+                           correction="it computes exact attention")
+    assert detect_misconception(approx, "Flash attention is exact, not approximate.") is None
+    assert detect_misconception(approx, "Flash attention is approximate.") is not None
+    bound = Misconception(claim="decode is compute-bound", phrases=["decode is compute bound"],
+                          correction="decode is memory-bound")
+    assert detect_misconception(bound, "Decode is memory-bound, not compute-bound.") is None
+    own = Misconception(claim="pruning does not need data", phrases=["does not need data"],
+                        correction="recovery needs data")
+    assert detect_misconception(own, "Pruning does not need data at all.") is not None

@@ -38,7 +38,9 @@ Negation (misconceptions only)
     A misconception match is discarded when a negation occurs within the 3 words before the
     match's first word, in the same clause: the look-back stops at ``. , ; : ! ?`` or a line
     break, so "No, it only helps training" is still flagged while "it is not an approximation" is
-    not. Negations: "not", "no", "never", "without", "neither", "nor", "cannot",
+    not. A match is also discarded when a negation sits among its own words (between the first and
+    the last matched word) and the phrase itself has none: "flash attention is exact, not
+    approximate" does not state "is approximate". Negations: "not", "no", "never", "without", "neither", "nor", "cannot",
     any contraction ending in "n't" ("isn't", "doesn't", "don't", "can't", ...), and the two-word
     negations "rather than" and "instead of" (counted when their last word lies in those 3 words).
     A misconception is flagged when at least one of its phrases has a match that is not discarded.
@@ -196,6 +198,10 @@ def find_phrase(phrase: str, text: str) -> Match | None:
     return Match(phrase, *hits[0]) if hits else None
 
 
+def _is_negation(w: str) -> bool:
+    return w in NEGATIONS or w.endswith("n't")
+
+
 def _negated(raw: Sequence[str], start: int, breaks: frozenset[int] = frozenset()) -> bool:
     lo = max(0, start - NEGATION_LOOKBACK)
     for idx in range(start - 1, lo - 1, -1):
@@ -246,8 +252,10 @@ def detect_misconception(mis: Misconception, text: str) -> Match | None:
     raw, breaks = _tokens_and_breaks(text)
     words = [stem(w) for w in raw]
     for phrase in mis.phrases:
+        own_negation = any(_is_negation(w) for w in tokenize(phrase))
         for start, end in _matches(normalize(phrase), words):
-            if not _negated(raw, start, breaks):
+            inside = not own_negation and any(_is_negation(raw[i]) for i in range(start + 1, end))
+            if not inside and not _negated(raw, start, breaks):
                 return Match(phrase, start, end)
     return None
 

@@ -16,6 +16,7 @@ Pure Python; no torch.
 from __future__ import annotations
 
 import copy
+import difflib
 from dataclasses import dataclass
 from typing import Any
 
@@ -217,6 +218,11 @@ GPUS: dict[str, GpuPreset] = {
 """GPU presets by name."""
 
 
+def _did_you_mean(key: str, names: dict[str, Any]) -> str:
+    close = difflib.get_close_matches(key, list(names), n=1, cutoff=0.75)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
 def _norm(name: str) -> str:
     return name.strip().lower().replace("_", "-").replace(" ", "-")
 
@@ -232,7 +238,7 @@ def get_model(name: str) -> ModelPreset:
     for p in MODELS.values():
         if _norm(p.title) == key:
             return p
-    raise KeyError(f"unknown model {name!r}; known: {', '.join(MODELS)}")
+    raise KeyError(f"unknown model {name!r}{_did_you_mean(key, MODELS)}; known: {', '.join(MODELS)}")
 
 
 def get_gpu(name: str) -> GpuPreset:
@@ -244,4 +250,4 @@ def get_gpu(name: str) -> GpuPreset:
                "h200-sxm": "h200"}
     if key in aliases:
         return GPUS[aliases[key]]
-    raise KeyError(f"unknown GPU {name!r}; known: {', '.join(GPUS)}")
+    raise KeyError(f"unknown GPU {name!r}{_did_you_mean(key, GPUS)}; known: {', '.join(GPUS)}")

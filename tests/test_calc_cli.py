@@ -109,3 +109,48 @@ def test_calc_does_not_import_torch():
             "print('torch' in sys.modules, 'textual' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "False False"
+
+
+def _one_clean_error(r, code: int, says: str) -> None:
+    assert r.exit_code == code, r.output
+    assert says in r.output
+    assert "Traceback" not in r.output and not isinstance(r.exception, (TypeError, OverflowError))
+
+
+def test_malformed_configs_give_one_line_and_exit_1(tmp_path):
+    base = {"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 8, "vocab_size": 10,
+            "intermediate_size": 4}
+    cases = [
+        ({**base, "num_hidden_layers": "2"}, "must be a non-negative integer"),
+        ({**base, "num_attention_heads": 0}, "must be positive"),
+        ({**base, "layer_types": 5, "sliding_window": 4}, "layer_types must be a list"),
+        ({**base, "layer_types": ["chunked_attention", "full_attention"], "sliding_window": 4},
+         "unknown layer type"),
+        ({**base, "num_local_experts": [8]}, "num_local_experts"),
+        ({**base, "num_hidden_layers": 10**30}, "too large"),
+        ({k: v for k, v in base.items() if k != "vocab_size"}, "vocab_size"),
+    ]
+    for i, (config, says) in enumerate(cases):
+        p = tmp_path / f"c{i}.json"
+        p.write_text(json.dumps(config))
+        _one_clean_error(run("calc", "kv", "--config", str(p), "--seq-len", "16", "--gpu", "h100"),
+                         1, says)
+    p = tmp_path / "list.json"
+    p.write_text("[1, 2]")
+    _one_clean_error(run("calc", "kv", "--config", str(p), "--seq-len", "16"), 1, "JSON object")
+
+
+def test_bad_numbers_and_names_give_usage_errors():
+    _one_clean_error(run("calc", "kv", "--model", "llama-3-8b", "--seq-len", "-5"), 2, "at least 1")
+    _one_clean_error(run("calc", "kv", "--model", "llama-3-8b", "--seq-len", "1.5k"), 2,
+                     "not a whole number")
+    _one_clean_error(run("calc", "kv", "--model", "llama-3-8b", "--seq-len", "8k", "--batch", "-1"),
+                     2, "--batch")
+    _one_clean_error(run("calc", "kv", "--model", "llama3-70b", "--seq-len", "8k"), 2,
+                     "did you mean llama-3-70b?")
+
+
+def test_context_past_the_trained_limit_is_flagged():
+    out = run("calc", "kv", "--model", "llama-3-70b", "--seq-len", "128k").output
+    assert "past the model's max_position_embeddings, 8,192" in out
+    assert "max_position" not in run("calc", "kv", "--model", "llama-3-70b", "--seq-len", "8k").output

@@ -87,6 +87,7 @@ def kv_report(config: dict[str, Any], seq_len: int, batch: int, dtype: str, wdty
         "model": name, "source": source, "seq_len": seq_len, "batch": batch, "dtype": dtype,
         "kv_cache_bytes": kv,
         "kv_cache_human": format_value(kv, "bytes"),
+        "max_position_embeddings": config.get("max_position_embeddings"),
         "kv_bytes_per_token": est.kv_bytes_per_token(config, dtype),
         "layers": len(kinds),
         "sliding_layers": kinds.count("sliding_attention"),
@@ -116,6 +117,9 @@ def _print_kv(r: dict[str, Any]) -> None:
                  f"{r['head_dim']} dims")
     click.echo(f"  KV cache        {r['kv_cache_bytes']:,} bytes = {r['kv_cache_human']}")
     click.echo(f"                  batch {r['batch']} x {r['seq_len']:,} tokens, {r['dtype']}")
+    limit = r.get("max_position_embeddings")
+    if isinstance(limit, int) and r["seq_len"] > limit:
+        click.echo(f"                  (past the model's max_position_embeddings, {limit:,})")
     click.echo(f"  per token       {format_value(r['kv_bytes_per_token'], 'bytes/token')} "
                f"({shape} x {est.dtype_bits(r['dtype']) / 8:g} bytes)")
     if r["sliding_layers"]:
@@ -185,7 +189,10 @@ def kv_cmd(model: str | None, config_path: Path | None, seq_len: int, batch: int
     try:
         report = kv_report(config, seq_len, batch, dtype.lower(), weight_dtype.lower(), gpu, name,
                            source)
-    except ValueError as exc:
+    except OverflowError as exc:
+        raise click.ClickException(f"{name}: a number in the config is too large to be a "
+                                   "layer, head or dimension count") from exc
+    except (ValueError, TypeError, ZeroDivisionError) as exc:
         raise click.ClickException(f"{name}: {exc}") from exc
     if as_json:
         click.echo(json.dumps(report, indent=2))

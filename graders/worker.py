@@ -90,6 +90,7 @@ class _State:
     blocked_modules: set[str] = set()
     forbidden_ops: dict[str, tuple[str, str]] = {}  # aten op -> (pattern, reason)
     requires_triton = False
+    in_call = False  # a call (not the import): the Triton allow-list applies
 
 
 def _sub_line() -> int | None:
@@ -250,7 +251,8 @@ def _make_dispatch_mode(torch: Any) -> Any:
                 if hit is not None:
                     _violate(hit[0], f"uses {hit[0]} (as aten.{name})"
                              + (f": {hit[1]}" if hit[1] else ""))
-                elif _State.requires_triton and name not in _TRITON_ALLOWED:
+                elif (_State.requires_triton and _State.in_call
+                      and name not in _TRITON_ALLOWED):
                     ok = name in _TRITON_SCALAR_OK and (
                         len(args) < 2 or scalar_like(args[0]) or scalar_like(args[1]))
                     if not ok:
@@ -347,11 +349,12 @@ class Worker:
         }}
 
     # -- running submission code ----------------------------------------------------------------
-    def guarded(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    def guarded(self, fn: Any, *args: Any, _in_call: bool = True, **kwargs: Any) -> Any:
         _State.triton_launches = 0
         _State.torch_ops = {}
         mode = self.guard_cls() if self.guard_cls is not None else None
         _State.active = True
+        _State.in_call = _in_call
         try:
             if mode is not None:
                 with mode:
@@ -359,6 +362,7 @@ class Worker:
             return fn(*args, **kwargs)
         finally:
             _State.active = False
+            _State.in_call = False
             self.last_stats = {"triton_launches": _State.triton_launches,
                                "torch_ops": dict(_State.torch_ops)}
 
@@ -391,7 +395,7 @@ class Worker:
         sys.modules["solution"] = module
         try:
             code = compile(req["source"], _State.sub_file, "exec", dont_inherit=True)
-            self.guarded(exec, code, module.__dict__)
+            self.guarded(exec, code, module.__dict__, _in_call=False)
         except BaseException as exc:  # noqa: BLE001 - anything the submission does is reported
             return self.error_body(exc)
         self.module = module

@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from inferview.cli import main as cli_main
 
 HERE = Path(__file__).resolve().parent
@@ -114,3 +116,25 @@ def test_watch_grades_then_exits_cleanly_on_interrupt(tmp_path: Path) -> None:
     seen = log.read_text()
     assert "PASSED" in seen and "watching" in seen, seen
     assert "Traceback" not in seen
+
+
+def _has_cuda() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not _has_cuda(), reason="needs a CUDA GPU")
+def test_grade_on_cuda_names_the_backend(capsys) -> None:
+    code, out, _ = run_cli(capsys, "grade", str(DEMO), str(DEMO / "solutions/correct/mul.py"),
+                           "--json", "--seed", "5", "--no-record", "--device", "cuda")
+    data = json.loads(out)
+    assert code == 0 and data["backend"] == "cuda" and data["verdict"] == "passed"
+
+
+@pytest.mark.skipif(_has_cuda(), reason="checks the message shown without a GPU")
+def test_grade_device_cuda_without_gpu_is_a_usage_error(capsys) -> None:
+    code, out, err = run_cli(capsys, "grade", str(DEMO), str(DEMO / "solutions/correct/mul.py"),
+                             "--device", "cuda")
+    assert code == 2 and "no CUDA GPU" in err and out == ""

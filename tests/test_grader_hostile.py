@@ -180,3 +180,18 @@ def test_golden_results(name: str) -> None:
         "regenerate with INFERVIEW_REGEN_GOLDEN=1 .venv/bin/python -m pytest "
         "tests/test_grader_hostile.py -q"
     )
+
+
+def test_worker_holds_no_inferview_modules(tmp_path: Path) -> None:
+    """The worker never imports inferview: a submission that looks finds nothing to patch."""
+    sub = tmp_path / "looks_around.py"
+    sub.write_text(
+        (HOSTILE / "returns_input.py").read_text()
+        .replace('"""Returns its input unchanged."""', '"""Answers right only when alone."""')
+        .replace("    return x\n",
+                 "    import sys\n"
+                 "    leaked = [m for m in sys.modules if m.split('.')[0] in "
+                 "('inferview', 'graders', 'reference', 'challenges')]\n"
+                 "    return x * factor if not leaked else x\n", 1))
+    result = grade(DEMO, sub, device="cpu", seed=SEED)
+    assert result.verdict == "passed", [c.message for c in result.checks]

@@ -109,7 +109,9 @@ MODELS: dict[str, ModelPreset] = {
         ),
         ModelPreset(
             "llama-3.1-405b", "Llama-3.1-405B",
-            _llama(16384, 126, 128, 8, 53248, 128256, 131072, 500000.0),
+            _llama(16384, 126, 128, 8, 53248, 128256, 131072, 500000.0,
+                   rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}),
             "huggingface.co/meta-llama/Llama-3.1-405B config.json; Llama Team 2024, The Llama 3 Herd of Models (Table 3)",
         ),
         ModelPreset(
@@ -165,6 +167,10 @@ MODELS: dict[str, ModelPreset] = {
                 "moe_intermediate_size": 2048, "n_routed_experts": 256, "n_shared_experts": 1,
                 "num_experts_per_tok": 8, "first_k_dense_replace": 3, "moe_layer_freq": 1,
                 "n_group": 8, "topk_group": 4, "num_nextn_predict_layers": 1,
+                "topk_method": "noaux_tc", "scoring_func": "sigmoid",
+                "rope_scaling": {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096,
+                                 "beta_fast": 32, "beta_slow": 1, "mscale": 1.0,
+                                 "mscale_all_dim": 1.0},
                 "hidden_act": "silu", "tie_word_embeddings": False, "torch_dtype": "bfloat16",
             },
             "huggingface.co/deepseek-ai/DeepSeek-V3 config.json; DeepSeek-AI 2024, DeepSeek-V3 "
@@ -182,6 +188,9 @@ MODELS: dict[str, ModelPreset] = {
                 "intermediate_size": 2880, "vocab_size": 201088,
                 "max_position_embeddings": 131072, "initial_context_length": 4096,
                 "rope_theta": 150000.0, "sliding_window": 128,
+                "rope_scaling": {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0,
+                                 "beta_slow": 1.0, "original_max_position_embeddings": 4096,
+                                 "truncate": False},
                 "layer_types": ["sliding_attention" if i % 2 == 0 else "full_attention"
                                 for i in range(_GPT_OSS_LAYERS)],
                 "num_local_experts": 128, "num_experts_per_tok": 4, "experts_per_token": 4,

@@ -319,3 +319,12 @@ def test_deepseek_v3_total_by_hand():
     total = 2 * v * h + 61 * attn + 3 * 3 * h * 18432 + 58 * moe_layer + 61 * 2 * h + h
     assert e.param_counts(cfg("deepseek-v3")).total == total
     assert total == pytest.approx(671.0e9, rel=1e-4)  # report: 671B without the MTP module
+
+
+def test_yarn_presets_reach_their_max_position_embeddings():
+    # YaRN stretches the pre-training context by `factor`: DeepSeek-V3 4096 x 40, gpt-oss 4096 x 32
+    for name in ("deepseek-v3", "gpt-oss-120b"):
+        c = cfg(name)
+        rs = c["rope_scaling"]
+        assert rs["original_max_position_embeddings"] * rs["factor"] == c["max_position_embeddings"]
+    assert cfg("llama-3.1-405b")["rope_scaling"]["original_max_position_embeddings"] == 8192

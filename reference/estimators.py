@@ -368,10 +368,19 @@ def param_counts(config: Config) -> ParamCounts:
     """Count parameters from a config, for Llama-style dense models, MoE (Mixtral, gpt-oss,
     DeepSeek with shared experts and dense first layers) and MLA attention.
 
-    Per layer: attention (``h*(Hq*d) + 2*h*(Hkv*d) + (Hq*d)*h``, plus biases where the architecture
-    has them), a SwiGLU MLP of ``3*h*ffn`` (three matrices), two RMSNorms of ``h``. MoE layers hold
-    ``E`` experts of ``3*h*ffn_expert`` (plus per-expert biases for gpt-oss), an optional shared
-    expert, and a router of ``h*E``. Embeddings ``V*h``, output head ``V*h`` unless tied.
+    Per layer: attention (``h*(Hq*d) + 2*h*(Hkv*d) + (Hq*d)*h``, plus Q/K/V biases for Qwen2, all
+    four projection biases and one sink logit per head for gpt-oss), a SwiGLU MLP of ``3*h*ffn``
+    (three matrices), two RMSNorms of ``h``. MLA attention (DeepSeek-V2/V3): ``h*r_q + r_q +
+    r_q*Hq*(d_nope + d_rope)`` for the low-rank query, ``h*(r_kv + d_rope) + r_kv`` for the joint KV
+    down-projection and its norm, ``r_kv*Hq*(d_nope + d_v)`` for the K/V up-projections and
+    ``Hq*d_v*h`` for the output. MoE layers (all but ``first_k_dense_replace`` leading dense layers)
+    hold ``E`` experts of ``3*h*ffn_expert`` (plus per-expert biases for gpt-oss), the shared
+    experts, and a router of ``h*E`` (plus ``E`` bias or correction-bias values for gpt-oss and
+    DeepSeek-V3). Embeddings ``V*h``, output head ``V*h`` unless tied. DeepSeek's multi-token-
+    prediction module is not counted (the report's 671B leaves it out too).
+
+    Checked against published totals: Llama-2-7B 6.74B, Mixtral 46.7B / 12.9B active (with the
+    input embedding), DeepSeek-V3 671B, gpt-oss-120b 116.83B / 5.13B active (without it).
     """
     h = _int(config, "hidden_size")
     layers = _int(config, "num_hidden_layers")
@@ -478,8 +487,11 @@ def _expected_experts_touched(experts: int, top_k: int, batch_size: int) -> floa
 
 def decode_step_flops(config: Config, batch_size: int, context_len: int) -> float:
     """FLOPs of one decode step for ``batch_size`` sequences that each have ``context_len`` cached
-    tokens: ``2 * matmul_params * B`` (Kaplan et al. 2020) plus the new token's attention over
-    ``context_len + 1`` keys: ``sum_layers 2 * Hq * (d_qk + d_v) * min(ctx + 1, window)`` per sequence.
+    tokens, 2 FLOPs per multiply-add: ``2 * matmul_params * B`` (Kaplan et al. 2020; every active
+    parameter but the input-embedding lookup, norms and biases included as a negligible excess)
+    plus the new token's attention over ``context_len + 1`` keys:
+    ``sum_layers 2 * Hq * (d_qk + d_v) * min(ctx + 1, window)`` per sequence (MLA counted in its
+    naive form; the absorbed form trades more FLOPs for fewer bytes).
     """
     counts = param_counts(config)
     heads = _int(config, "num_attention_heads")

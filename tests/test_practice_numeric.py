@@ -190,3 +190,31 @@ def test_bytes_each_reads_as_english():
         q = _numeric(answer="{bytes_each} {weight_bytes_each}",
                      params={"model": ["llama-3-8b"], "seq_len": [8], "dtype": [dtype]})
         assert render(q).answer == f"{text} 2 bytes"
+
+
+def _bank_templates() -> list[NumericQuestion]:
+    import yaml
+
+    from inferview.paths import builtin_questions_dir
+
+    bank = builtin_questions_dir() / "numeric-drills.yaml"
+    return [NumericQuestion(**q) for q in yaml.safe_load(bank.read_text())["questions"]]
+
+
+def test_every_combination_of_every_bank_template_has_an_answer():
+    from inferview.reference.formulas import QUANTITIES
+
+    from inferview.practice.drills import _render_with
+
+    for q in _bank_templates():
+        for params in combinations(q):
+            d = _render_with(q, QUANTITIES[q.quantity], params)
+            assert d.value > 0, (q.id, params)
+            assert "FLOP/byte FLOP/byte" not in d.answer and " 1 bytes" not in d.answer, q.id
+
+
+def test_context_note_only_past_max_position_embeddings():
+    q = _numeric(prompt="{model} at {seq_len}.{context_note}",
+                 params={"model": ["llama-2-70b", "llama-3.1-405b"], "seq_len": [131072]})
+    assert "max_position_embeddings to 4,096" in render(q, model="llama-2-70b").prompt
+    assert render(q, model="llama-3.1-405b").prompt == "Llama-3.1-405B at 131,072."

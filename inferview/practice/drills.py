@@ -19,10 +19,12 @@ Placeholders (all formatted for reading):
   ``{window}``, ``{attention_kinds}``, ``{kv_lora_rank}``, ``{rope_dim}``, ``{experts}``,
   ``{top_k}``, ``{shared_experts}``, ``{moe_ffn}``, ``{dense_layers}``,
   ``{values_per_token_layer}``, ``{kv_per_token}``, ``{kv_per_token_bytes}``, ``{total_params}``,
-  ``{active_params}``, ``{embedding_params}``, ``{unembedding_params}``, ``{attention_params}``,
+  ``{active_params}``, ``{max_positions}``, ``{embedding_params}``, ``{unembedding_params}``, ``{attention_params}``,
   ``{dense_mlp_params}``, ``{routed_expert_params}``, ``{active_expert_params}``,
   ``{shared_expert_params}``, ``{weights}`` (at ``weight_dtype``), ``{weights_at_dtype}``; with
-  ``seq_len`` also ``{tokens_cached}`` and ``{kv_per_seq}``; with ``gpu`` also ``{budget}``;
+  ``seq_len`` also ``{tokens_cached}``, ``{kv_per_seq}`` and ``{context_note}`` (empty, or a
+  sentence, starting with a space, saying that ``seq_len`` exceeds the config's
+  ``max_position_embeddings``); with ``gpu`` also ``{budget}``;
 - with a ``gpu``: ``{gpu}`` (title), ``{gpu_source}``, ``{gpu_memory}``, ``{gpu_memory_bytes}``,
   ``{gpu_bandwidth}``, ``{gpu_flops}``.
 """
@@ -161,8 +163,14 @@ def placeholders(question: NumericQuestion, params: Mapping[str, Any]) -> dict[s
             attention_kinds=", ".join(sorted({k.replace("_attention", "")
                                               for k in est.layer_kinds(c)})),
         )
+        max_pos = c.get("max_position_embeddings")
+        fields["max_positions"] = _fmt(max_pos) if max_pos else "unknown"
         if "seq_len" in full:
             s = int(full["seq_len"])
+            fields["context_note"] = (
+                f" ({preset.title}'s config.json sets max_position_embeddings to {max_pos:,}, so "
+                f"this length is hypothetical; do the arithmetic anyway.)"
+                if isinstance(max_pos, int) and s > max_pos else "")
             fields["tokens_cached"] = _fmt(_tokens_cached(c, s))
             fields["kv_per_seq"] = format_bytes(est.kv_cache_bytes(c, s, 1, dtype))
         if "gpu" in full:

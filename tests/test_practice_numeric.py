@@ -218,3 +218,11 @@ def test_context_note_only_past_max_position_embeddings():
                  params={"model": ["llama-2-70b", "llama-3.1-405b"], "seq_len": [131072]})
     assert "max_position_embeddings to 4,096" in render(q, model="llama-2-70b").prompt
     assert render(q, model="llama-3.1-405b").prompt == "Llama-3.1-405B at 131,072."
+
+
+def test_rendered_source_names_the_gpu_datasheet():
+    q = _numeric(id="n-ridge", quantity="ridge_point", unit="flop/byte", prompt="{gpu}?",
+                 answer="{value}", params={"gpu": ["h100-sxm"]})
+    d = render(q)
+    assert d.value == pytest.approx(989.4e12 / 3.35e12)
+    assert "GPU: NVIDIA H100 Tensor Core GPU datasheet" in d.source

@@ -73,7 +73,7 @@ class RenderedDrill:
     formula: str
     """The formula of the quantity."""
     source: str
-    """The question's source plus the preset's."""
+    """The question's source plus the model and GPU presets' sources."""
     factors: list[Factor] = field(default_factory=list)
     """Model-specific slips the numeric grader recognises."""
 
@@ -286,6 +286,8 @@ def _render_with(question: NumericQuestion, q: Quantity, params: dict[str, Any])
     source = question.source
     if "model" in params:
         source += f"; model: {get_model(str(params['model'])).source}"
+    if "gpu" in params:
+        source += f"; GPU: {get_gpu(str(params['gpu'])).source}"
     return RenderedDrill(question.id, prompt, value, question.unit, question.tolerance, answer,
                          dict(params), q.formula, source, factors_for(question, params))
 

@@ -115,3 +115,21 @@ def test_parse_awkward_but_valid(text, unit, want):
 def test_rejects_with_a_message_that_says_why(text, unit, says):
     with pytest.raises(UnitError, match=says):
         parse_answer(text, unit)
+
+
+@pytest.mark.parametrize(
+    "text, unit, want, bits",
+    [
+        ("40 GIB", "bytes", 40 * 2**30, False),
+        ("40 GBs", "bytes", 40e9, False),
+        ("40 gigabytes", "bytes", 40e9, False),
+        ("40 gibibytes", "bytes", 40 * 2**30, False),
+        ("40 Gigabits", "bytes", 5e9, True),
+        ("40 Gib", "bytes", 40 * 2**30 / 8, True),  # upper-case prefix, lower-case b: bits
+        ("1.41 petaflops", "flops", 1.41e15, False),
+        ("2.5 tokens per step", "tokens", 2.5, False),
+    ],
+)
+def test_spelled_and_shouted_units(text, unit, want, bits):
+    p = parse_answer(text, unit)
+    assert p.value == pytest.approx(want, rel=1e-12) and p.in_bits is bits

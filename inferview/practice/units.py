@@ -5,7 +5,7 @@
 - Numbers: ``42.9``, ``1,234,567``, ``1_000``, ``4.29e10``, ``4.29 x 10^10``, ``4.29*10**10``,
   with an optional leading ``~``/``≈``/``about``.
 - Byte and bit prefixes: SI ``kB MB GB TB PB`` (10^3 steps) and binary ``KiB MiB GiB TiB PiB``
-  (2^10 steps); ``bytes``, ``B``. Bits: ``bit``, ``bits``, ``Gbit``, and ``Kb Mb Gb Tb`` with an
+  (2^10 steps), also spelled out (``gigabytes``, ``gibibytes``) or as ``GIB``/``GBs``; ``bytes``, ``B``. Bits: ``bit``, ``bits``, ``Gbit``, and ``Kb Mb Gb Tb`` with an
   upper-case prefix and lower-case ``b`` (all lower-case ``gb`` is read as bytes). Bits are
   converted to bytes (/8), so an answer in bits that should have been bytes is 8x off and the grader
   says so.
@@ -106,9 +106,23 @@ def _number(text: str) -> tuple[float, str]:
     return value, m.group("rest").strip()
 
 
+_SPELLED = {
+    "kilo": "k", "mega": "M", "giga": "G", "tera": "T", "peta": "P",
+    "kibi": "Ki", "mebi": "Mi", "gibi": "Gi", "tebi": "Ti", "pebi": "Pi",
+}
+
+
 def _byte_factor(unit: str) -> tuple[float, bool] | None:
     """(bytes per unit, is_bits) for a byte/bit unit, or None if ``unit`` is not one."""
     u = unit.strip()
+    m = re.fullmatch(r"(kilo|mega|giga|tera|peta|kibi|mebi|gibi|tebi|pebi)(bytes?|bits?)", u,
+                     re.IGNORECASE)
+    if m:  # "gigabytes", "gibibytes", "megabits"
+        u = _SPELLED[m.group(1).lower()] + ("bit" if m.group(2).lower().startswith("bit") else "B")
+    elif re.fullmatch(r"[kKmMgGtTpP][iI]Bs?", u):  # "GIB", "GiBs" (a lower-case b stays bits)
+        u = u[0] + "iB"
+    elif re.fullmatch(r"[kKmMgGtTpP]?Bs", u):  # "GBs"
+        u = u[:-1]
     if u.lower() in ("byte", "bytes"):
         return 1.0, False
     if u.lower() in ("bit", "bits"):
@@ -146,6 +160,9 @@ def _scale_count(unit: str, allow_b_billion: bool = True) -> float | None:
         m = re.match(r"^([kmgtpe])(?:flops?|flop)$", key)
         if m:
             return SI[m.group(1)]
+        m = re.match(r"^(kilo|mega|giga|tera|peta|exa)flops?$", key)
+        if m:
+            return SI[m.group(1)[0]]
     return None
 
 
@@ -160,6 +177,8 @@ def parse_answer(text: str, unit: str) -> Parsed:
 
     if unit in ("bytes/token", "flops/token", "seconds"):
         rest = _PER_TOKEN.sub("", rest)
+    if unit == "tokens":
+        rest = re.sub(r"\s*(?:/|per)\s*(?:step|iteration|round)\s*$", "", rest, flags=re.IGNORECASE)
     if unit == "flop/byte":
         rest = _PER_BYTE.sub("", rest)
         if rest.lower() in ("flop", "flops"):

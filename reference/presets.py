@@ -214,7 +214,9 @@ GPUS: dict[str, GpuPreset] = {
         GpuPreset("h100-sxm", "NVIDIA H100 SXM 80GB", 80 * GiB, 989.4e12, 3.35e12,
                   "NVIDIA H100 Tensor Core GPU datasheet (SXM: 3.35 TB/s; BF16 1,979 TFLOPS with sparsity = 989.4 dense)"),
         GpuPreset("h200", "NVIDIA H200 SXM 141GB", 141 * GiB, 989.4e12, 4.8e12,
-                  "NVIDIA H200 Tensor Core GPU datasheet (141 GB HBM3e, 4.8 TB/s; BF16 1,979 TFLOPS with sparsity = 989.4 dense)"),
+                  "NVIDIA H200 Tensor Core GPU datasheet (141 GB HBM3e, 4.8 TB/s; BF16 1,979 TFLOPS with "
+                  "sparsity = 989.4 dense). 141 GB is what is enabled of six 24 GB stacks, not a "
+                  "binary size: read as 141 GiB it is an upper bound, and software sees a little less"),
         GpuPreset("l4", "NVIDIA L4 24GB", 24 * GiB, 121e12, 300e9,
                   "NVIDIA L4 Tensor Core GPU datasheet (24 GB GDDR6, 300 GB/s; BF16 242 TFLOPS with sparsity = 121 dense)"),
         GpuPreset("rtx-4090", "NVIDIA GeForce RTX 4090", 24 * GiB, 165.2e12, 1008e9,

@@ -19,6 +19,26 @@ from inferview.tui.app import InitialChallenge
 SIZE = (80, 24)
 
 
+def _drive(*keys: str):
+    """Press ``keys``, then let workers, Markdown rendering and layout finish after each, so a
+    loaded CI machine draws exactly the same frame."""
+
+    async def run(pilot) -> None:
+        for key in ("", *keys):
+            if key:
+                await pilot.press(key)
+            for _ in range(2):
+                await pilot.app.workers.wait_for_complete()
+                await pilot.pause()
+        focused = pilot.app.focused
+        if focused is not None and type(focused).__name__ in ("TextArea", "Input"):
+            # a blinking text cursor makes the frame depend on timing: take it out of the picture
+            pilot.app.screen.set_focus(None)
+        await pilot.pause()
+
+    return run
+
+
 def _history(app) -> None:
     store = app.services.get_store()
     for days_ago, qid, topic, correct in ((0, "kv-why", "kv-cache", True), (1, "kv-choice", "kv-cache", False),
@@ -34,46 +54,46 @@ def _history(app) -> None:
 def test_home(app_factory, snap_compare) -> None:
     app = app_factory()
     _history(app)
-    assert snap_compare(app, terminal_size=SIZE)
+    assert snap_compare(app, terminal_size=SIZE, run_before=_drive())
 
 
 def test_help(app_factory, snap_compare) -> None:
-    assert snap_compare(app_factory(), press=["question_mark"], terminal_size=SIZE)
+    assert snap_compare(app_factory(), terminal_size=SIZE, run_before=_drive("question_mark"))
 
 
 def test_challenges(app_factory, snap_compare) -> None:
     app = app_factory()
     _history(app)
-    assert snap_compare(app, press=["c"], terminal_size=SIZE)
+    assert snap_compare(app, terminal_size=SIZE, run_before=_drive("c"))
 
 
 def test_challenge_with_a_failed_result(app_factory, snap_compare) -> None:
     app = app_factory(initial=InitialChallenge("demo-sum"))
     app.services.get_store().record_submission("demo-sum", FAILED, WRONG, at=FIXED_NOW)
-    assert snap_compare(app, terminal_size=SIZE)
+    assert snap_compare(app, terminal_size=SIZE, run_before=_drive())
 
 
 def test_calculator(app_factory, snap_compare) -> None:
-    assert snap_compare(app_factory(), press=["k"], terminal_size=SIZE)
+    assert snap_compare(app_factory(), terminal_size=SIZE, run_before=_drive("k"))
 
 
 def test_stats(app_factory, snap_compare) -> None:
     app = app_factory()
     _history(app)
-    assert snap_compare(app, press=["s"], terminal_size=SIZE)
+    assert snap_compare(app, terminal_size=SIZE, run_before=_drive("s"))
 
 
 def test_stats_activity(app_factory, snap_compare) -> None:
     app = app_factory()
     _history(app)
-    assert snap_compare(app, press=["s", "t"], terminal_size=SIZE)
+    assert snap_compare(app, terminal_size=SIZE, run_before=_drive("s", "t"))
 
 
 def test_practice_question(app_factory, snap_compare) -> None:
-    assert snap_compare(app_factory(), press=["p"], terminal_size=SIZE)
+    assert snap_compare(app_factory(), terminal_size=SIZE, run_before=_drive("p"))
 
 
 def test_practice_feedback(app_factory, snap_compare) -> None:
     keys = ["p", *"it stores keys and values".replace(" ", "_"), "ctrl+s"]
     keys = ["space" if k == "_" else k for k in keys]
-    assert snap_compare(app_factory(), press=keys, terminal_size=SIZE)
+    assert snap_compare(app_factory(), terminal_size=SIZE, run_before=_drive(*keys))

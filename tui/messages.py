@@ -59,3 +59,10 @@ class KeyPointToggled(Message):
 
     index: int
     hit: bool
+
+
+@dataclass
+class LibraryLoaded(Message):
+    """The content library finished loading in the background (``error`` when it could not)."""
+
+    error: str | None = None

@@ -38,13 +38,21 @@ class Services:
     """Override of ``$VISUAL`` / ``$EDITOR`` for "open in editor"."""
     _store: Any = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _library_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    @property
+    def library_ready(self) -> bool:
+        """The library is loaded (Home loads it in a worker so the first frame comes at once)."""
+        return self.library is not None
 
     def get_library(self) -> Any:
-        """The content library, loaded on first use."""
+        """The content library, loaded on first use (a second caller waits for the first)."""
         if self.library is None:
-            from inferview.content.loader import load_library
+            with self._library_lock:
+                if self.library is None:
+                    from inferview.content.loader import load_library
 
-            self.library = load_library()
+                    self.library = load_library()
         return self.library
 
     def get_store(self) -> Any:

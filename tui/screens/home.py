@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import importlib.util
 
+from inferview.tui.messages import LibraryLoaded
 from inferview.tui.progress import TopicRow, ago, topic_rows
 from inferview.tui.widgets.bars import bar
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -52,11 +54,32 @@ class HomeScreen(Screen[None]):
         store = self.app.services.get_store()
         if store.notice:
             self.notify(store.notice, title="Progress store repaired", severity="warning", timeout=20)
-        self.refresh_data()
         table.focus()
+        if self.app.services.library_ready:
+            self.refresh_data()
+        else:
+            self.query_one("#today", Static).update(Text("Loading questions and challenges…", style="dim"))
+            self.call_after_refresh(self._load_library)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="library")
+    def _load_library(self) -> None:
+        """Parse and validate every bank and challenge off the UI thread (YAML is slow to parse)."""
+        try:
+            self.app.services.get_library()
+        except Exception as exc:  # noqa: BLE001 - shown on Home; the app stays usable
+            self.post_message(LibraryLoaded(f"{type(exc).__name__}: {exc}"))
+            return
+        self.post_message(LibraryLoaded())
+
+    def on_library_loaded(self, message: LibraryLoaded) -> None:
+        if message.error:
+            self.query_one("#today", Static).update(Text(f"Could not load content: {message.error}", style="red"))
+            return
+        self.refresh_data()
 
     def on_screen_resume(self) -> None:
-        self.refresh_data()
+        if self.app.services.library_ready:
+            self.refresh_data()
 
     def refresh_data(self) -> None:
         """Re-read the store and the library and redraw every panel."""
@@ -120,7 +143,8 @@ class HomeScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "errors":
-            return bool(self.app.services.get_library().errors)
+            services = self.app.services
+            return services.library_ready and bool(services.get_library().errors)
         if action == "mock":
             return importlib.util.find_spec(MOCK_MODULE) is not None
         return True

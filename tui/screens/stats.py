@@ -9,7 +9,7 @@ from inferview.tui.widgets.bars import bar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Select, TabbedContent, TabPane
 from textual_plotext import PlotextPlot
@@ -35,9 +35,7 @@ class StatsScreen(Screen[None]):
             with TabPane("Activity", id="activity"):
                 with Vertical():
                     yield Select([], prompt="All topics", id="stats-topic", allow_blank=True)
-                    with Horizontal(id="stats-plots"):
-                        yield PlotextPlot(id="plot-reviews")
-                        yield PlotextPlot(id="plot-accuracy")
+                    yield PlotextPlot(id="plot-activity")
             with TabPane("Challenges", id="history"):
                 yield DataTable(id="stats-history", cursor_type="row")
         yield Footer()
@@ -103,35 +101,24 @@ class StatsScreen(Screen[None]):
         xs = list(range(1, DAYS + 1))
         ticks = xs[::3], labels[::3]
 
-        reviews = self.query_one("#plot-reviews", PlotextPlot)
-        plt = reviews.plt
+        plot = self.query_one("#plot-activity", PlotextPlot)
+        plt = plot.plt
         plt.clear_data()
         plt.clear_figure()
-        plt.title(f"Reviews per day (last {DAYS})")
-        plt.bar(xs, counts, marker="hd")
-        plt.xticks(*ticks)
+        plt.title(f"Reviews per day (bars, left) and accuracy % (line, right), last {DAYS} days")
+        plt.bar(xs, counts, marker="hd", yside="left")
         top = max(counts + [1])
-        plt.ylim(0, top)
+        plt.ylim(0, top, yside="left")
         step = max(1, -(-top // 5))
-        plt.yticks(list(range(0, top + 1, step)))
-        reviews.refresh()
-
-        acc_plot = self.query_one("#plot-accuracy", PlotextPlot)
-        plt = acc_plot.plt
-        plt.clear_data()
-        plt.clear_figure()
-        plt.title("Accuracy per day, %")
+        plt.yticks(list(range(0, top + 1, step)), yside="left")
         pts = [(x, 100 * a) for x, a in zip(xs, accuracy, strict=True) if a is not None]
         if pts:
-            plt.plot([p[0] for p in pts], [p[1] for p in pts], marker="braille")
-            plt.scatter([p[0] for p in pts], [p[1] for p in pts], marker="dot")
-        else:
-            plt.text("no graded answers yet", x=2, y=50, alignment="left")
-        plt.xlim(1, DAYS)
-        plt.ylim(0, 100)
-        plt.yticks([0, 25, 50, 75, 100])
+            plt.plot([p[0] for p in pts], [p[1] for p in pts], marker="braille", yside="right")
+        plt.ylim(0, 100, yside="right")
+        plt.yticks([0, 50, 100], yside="right")
+        plt.xlim(0, DAYS + 1)
         plt.xticks(*ticks)
-        acc_plot.refresh()
+        plot.refresh()
 
     def on_select_changed(self, event: Select.Changed) -> None:
         self._plot()

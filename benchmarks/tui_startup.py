@@ -1,0 +1,122 @@
+"""How fast the TUI becomes usable, and how long ``ctrl+r`` takes to show a verdict.
+
+1. Start-up: a fresh Python process imports the app, opens a fresh store and renders Home
+   (``App.run_test``, headless, 80x24), measured from the first line of the process to the moment
+   Home is mounted and takes keys (target: under a second); then until the library, parsed in a
+   background worker, is shown. Median of ``--runs`` processes.
+2. Grading round trip: the challenge screen for ``kv-cache-size`` with its first known-correct
+   solution, ``ctrl+r`` pressed after the screen opened (the grading service was warmed by
+   ``prepare``), until the verdict is shown. Needs ``inferview.graders.client``.
+
+Run: ``python benchmarks/tui_startup.py [--runs 5] [--skip-grading]``. Prints one line per number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+STARTUP_PROBE = r"""
+import time
+t0 = time.perf_counter()
+import asyncio
+from inferview.tui.app import create_app
+from inferview.tui.screens.home import HomeScreen
+t_import = time.perf_counter()
+marks = {}
+
+async def main():
+    app = create_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        # run_test hands over once the first screen is mounted and drawn: Home takes keys now
+        assert isinstance(app.screen, HomeScreen)
+        marks["home"] = time.perf_counter()
+        table = app.screen.query_one("#topics")
+        while table.row_count == 0:
+            await pilot.pause(0.01)
+        marks["content"] = time.perf_counter()
+
+asyncio.run(main())
+import sys
+print(f"{t_import - t0:.4f} {marks['home'] - t0:.4f} {marks['content'] - t0:.4f} {'torch' in sys.modules}")
+"""
+
+
+def startup(runs: int) -> None:
+    imports, homes, contents, torch_seen = [], [], [], False
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as home:
+            env = {**os.environ, "INFERVIEW_HOME": home}
+            out = subprocess.run([sys.executable, "-c", STARTUP_PROBE], capture_output=True, text=True,
+                                 env=env)
+        if out.returncode != 0:
+            sys.exit(f"start-up probe failed:\n{out.stderr[-3000:]}")
+        t_import, t_home, t_content, torch = out.stdout.split()
+        imports.append(float(t_import))
+        homes.append(float(t_home))
+        contents.append(float(t_content))
+        torch_seen |= torch == "True"
+        print(f"  run: import {float(t_import):.3f} s, Home interactive {float(t_home):.3f} s, "
+              f"content shown {float(t_content):.3f} s")
+    print(f"startup (median of {runs}): import {statistics.median(imports):.3f} s, "
+          f"Home interactive {statistics.median(homes):.3f} s (target < 1 s), "
+          f"library loaded and shown {statistics.median(contents):.3f} s"
+          f"{'  TORCH WAS IMPORTED' if torch_seen else ''}")
+
+
+async def _grade_round_trip() -> tuple[float, float, str]:
+    from inferview.tui.app import InitialChallenge, create_app
+
+    from inferview.content.loader import load_library
+
+    library = load_library(include_user=False)
+    challenge = library.challenges["kv-cache-size"]
+    correct = challenge.solution_files("correct")[0]
+    solution = Path(tempfile.mkdtemp()) / "solution.py"
+    solution.write_text(correct.read_text())
+    app = create_app(library=library, initial=InitialChallenge("kv-cache-size", solution))
+    async with app.run_test(size=(80, 24)) as pilot:
+        t_open = time.perf_counter()
+        await app.workers.wait_for_complete()  # prepare(): the service is warm
+        t_warm = time.perf_counter() - t_open
+        screen = app.screen
+        t0 = time.perf_counter()
+        await pilot.press("ctrl+r")
+        while screen.grading:
+            await pilot.pause(0.01)
+        verdict_s = time.perf_counter() - t0
+        verdict = (screen.last_result or {}).get("verdict", "none")
+    return t_warm, verdict_s, verdict
+
+
+def grading() -> None:
+    try:
+        import inferview.graders.client  # noqa: F401
+    except ImportError:
+        print("grading: skipped (inferview.graders.client is not available)")
+        return
+    with tempfile.TemporaryDirectory() as home:
+        os.environ["INFERVIEW_HOME"] = home
+        warm, verdict_s, verdict = asyncio.run(_grade_round_trip())
+    print(f"grading kv-cache-size: service warm-up {warm:.2f} s, ctrl+r -> verdict {verdict_s:.2f} s ({verdict})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--skip-grading", action="store_true")
+    args = parser.parse_args()
+    startup(args.runs)
+    if not args.skip_grading:
+        grading()
+
+
+if __name__ == "__main__":
+    main()

@@ -151,9 +151,11 @@ class FakeGradingClient:
     def prepare(self, challenge_id: str) -> None:
         self.prepared.append(challenge_id)
 
-    def grade(self, challenge_id: str, path: Path, **kwargs: Any) -> dict[str, Any]:
+    def grade(self, challenge_id: str, path: Path, on_progress: Any = None, **kwargs: Any) -> dict[str, Any]:
         source = Path(path).read_text()
         self.graded.append((challenge_id, source))
+        if on_progress is not None:
+            on_progress(0, 1, "adds")
         end = time.monotonic() + self.delay
         while time.monotonic() < end:
             if self.cancelled.is_set():

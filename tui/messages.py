@@ -24,6 +24,16 @@ class GradingDone(Message):
 
 
 @dataclass
+class GradingProgress(Message):
+    """The grading service finished check ``done`` of ``total`` (``check`` is its name)."""
+
+    challenge_id: str
+    done: int
+    total: int
+    check: str
+
+
+@dataclass
 class GradingError(Message):
     """The grading service itself failed (not the submission): ``error`` is one clear line."""
 

@@ -16,8 +16,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from inferview.tui.messages import GradingDone, GradingError, SolutionChangedOnDisk
+from inferview.tui.messages import GradingDone, GradingError, GradingProgress, SolutionChangedOnDisk
 from inferview.tui.widgets.results import ResultsPanel, verdict_text
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult, SuspendNotSupported
 from textual.binding import Binding
@@ -81,6 +82,7 @@ class ChallengeScreen(Screen[None]):
         self._spin = 0
         self._hints_shown = 0
         self._graded_source = ""
+        self._progress = ""
 
     # ------------------------------------------------------------------ layout and set-up
 
@@ -232,6 +234,7 @@ class ChallengeScreen(Screen[None]):
         self.grading = True
         self._graded_source = self._saved_text
         self._grade_started = time.monotonic()
+        self._progress = "starting"
         self._spin_timer = self.set_interval(0.1, self._update_bar, name="grading spinner")
         self._update_bar()
         self.refresh_bindings()
@@ -241,14 +244,28 @@ class ChallengeScreen(Screen[None]):
     def _grade(self, path: Path) -> None:
         """Grade in a thread: the client talks to the grading service; the reply is a message."""
         worker = get_current_worker()
+
+        def progress(done: int, total: int, check: str) -> None:
+            if not worker.is_cancelled:
+                self.post_message(GradingProgress(self.challenge_id, done, total, check))
+
         try:
-            result = self.app.services.get_grader().grade(self.grade_target, path)
+            result = self.app.services.get_grader().grade(self.grade_target, path, on_progress=progress)
         except Exception as exc:  # noqa: BLE001 - the service's failure is shown, never raised
             if not worker.is_cancelled:
                 self.post_message(GradingError(self.challenge_id, f"{type(exc).__name__}: {exc}"))
             return
         if not worker.is_cancelled:
             self.post_message(GradingDone(self.challenge_id, result, self._graded_source))
+
+    def on_grading_progress(self, message: GradingProgress) -> None:
+        if self.grading:
+            # the service reports before each check: ``done`` checks are finished
+            if message.check and message.done < message.total:
+                self._progress = f"check {message.done + 1}/{message.total}: {message.check}"
+            else:
+                self._progress = f"{message.total} checks run, collecting the result"
+            self._update_bar()
 
     def _end_grading(self) -> None:
         self.grading = False
@@ -297,8 +314,8 @@ class ChallengeScreen(Screen[None]):
         if self.grading:
             self._spin = (self._spin + 1) % len(SPINNER)
             elapsed = time.monotonic() - self._grade_started
-            bar.update(f" {SPINNER[self._spin]} grading {self.challenge_id}… {elapsed:4.1f} s   "
-                       "[dim]escape cancels[/dim]")
+            bar.update(Text.assemble(f"{SPINNER[self._spin]} grading {elapsed:4.1f} s · ",
+                                     (self._progress, "italic"), ("  escape cancels", "dim")))
             bar.set_class(True, "busy")
             return
         bar.set_class(False, "busy")

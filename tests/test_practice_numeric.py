@@ -226,3 +226,27 @@ def test_rendered_source_names_the_gpu_datasheet():
     d = render(q)
     assert d.value == pytest.approx(989.4e12 / 3.35e12)
     assert "GPU: NVIDIA H100 Tensor Core GPU datasheet" in d.source
+
+
+def test_slips_are_one_way():
+    # forgetting K and V can only shrink a cache; ignoring a window can only grow it
+    q = _numeric(params={"model": ["gpt-oss-120b"], "seq_len": [131072], "dtype": ["bf16"]})
+    d = render(q)
+    big = grade_answer(q, f"{d.value * 2:.6g} bytes", rendered=d).diagnosis
+    small = grade_answer(q, f"{d.value / 2:.6g} bytes", rendered=d).diagnosis
+    assert "sliding window" in big and "keys and values" not in big
+    assert "keys and values" in small and "sliding window" not in small
+    # for the batch that fits, the same slips point the other way
+    q = _numeric(id="n-batch", quantity="max_batch_size", unit="count", tolerance=0.01,
+                 prompt="{model} on {gpu}, {seq_len} tokens?", answer="{value}",
+                 params={"model": ["llama-3-8b"], "gpu": ["h100-sxm"], "seq_len": [4096]})
+    d = render(q)
+    assert "num_attention_heads" in grade_answer(q, str(int(d.value) // 4), rendered=d).diagnosis
+
+
+def test_spec_all_accepted_slip():
+    q = _numeric(id="n-spec", quantity="spec_expected_tokens", unit="tokens", prompt="{alpha}",
+                 answer="{value}", params={"alpha": [0.7], "gamma": [3]})
+    d = render(q)
+    assert "every drafted token is accepted" in grade_answer(q, "4", rendered=d).diagnosis
+    assert grade_answer(q, "1.6", rendered=d).diagnosis is None

@@ -189,81 +189,98 @@ def placeholders(question: NumericQuestion, params: Mapping[str, Any]) -> dict[s
     return fields
 
 
+def _slip(multiplier: float, why: str) -> Factor:
+    """A slip that multiplies the right answer by ``multiplier``, as a one-way ``Factor``."""
+    if multiplier >= 1:
+        return (multiplier, why, "too large")
+    return (1 / multiplier, why, "too small")
+
+
 def factors_for(question: NumericQuestion, params: Mapping[str, Any]) -> list[Factor]:
-    """The model-specific slips worth recognising for this drill (see ``numeric.diagnose``)."""
+    """The model-specific slips worth recognising for this drill (see ``numeric.diagnose``), each
+    one-way: forgetting the factor 2 for K and V can only make a cache too small, and a batch that
+    fits too large."""
     q = QUANTITIES[question.quantity]
     full = {**q.defaults, **params}
-    out: list[Factor] = []
     if "model" not in full:
         if question.quantity == "spec_expected_tokens":
-            out.append((float(int(full["gamma"]) + 1) / q.compute(None, full),
-                        "gamma + 1 assumes every drafted token is accepted"))
-        return out
+            return [_slip(float(int(full["gamma"]) + 1) / q.compute(None, full),
+                          "gamma + 1 assumes every drafted token is accepted")]
+        return []
     c = get_model(str(full["model"])).config
     name = question.quantity
-    kv_like = name in ("kv_cache_bytes", "kv_bytes_per_token", "max_batch_size",
-                       "max_context_tokens")
-    if kv_like:
+    # (multiplier on the right answer, why); for the cache-size quantities the multiplier is on
+    # the cache, and inverted below for the batch and context that fit
+    slips: list[tuple[float, str]] = []
+    if name in ("kv_cache_bytes", "kv_bytes_per_token", "max_batch_size", "max_context_tokens"):
         heads, kvh = int(c["num_attention_heads"]), est.num_kv_heads(c)
-        if est.is_mla(c):
-            naive = 2 * heads * int(c.get("qk_nope_head_dim") or est.head_dim(c))
-            out.append((naive / est.kv_values_per_token(c),
-                        "treated MLA like MHA: MLA caches one latent of kv_lora_rank + "
-                        "qk_rope_head_dim values per token and layer, not keys and values per head"))
-        elif heads != kvh:
-            out.append((heads / kvh,
-                        f"used num_attention_heads ({heads}) instead of num_key_value_heads "
-                        f"({kvh}): with GQA every {heads // kvh} query heads share one KV head"))
-        out.append((float(c["num_hidden_layers"]), "counted one layer instead of all of them"))
-        out.append((2.0, "forgot the factor 2 for keys and values"))
-        dtype = str(full.get("dtype", "bf16"))
-        bpv = est.dtype_bits(dtype) / 8
-        if bpv != 1:
-            out.append((bpv, f"bytes per value: {dtype} stores {_bytes_each(est.dtype_bits(dtype))}"))
-        if bpv < 2:
-            out.append((2 / bpv, f"used bf16's 2 bytes per value instead of {dtype}'s "
-                        f"{_bytes_each(est.dtype_bits(dtype))}"))
         if "seq_len" in full and c.get("sliding_window"):
             s = int(full["seq_len"])
             exact = est.kv_cache_bytes(c, s)
             full_cache = est.kv_cache_bytes({**c, "sliding_window": None}, s)
             if exact and full_cache != exact:
-                out.append((full_cache / exact, "ignored the sliding window: a sliding layer "
-                            "caches only the last `window` tokens"))
+                slips.append((full_cache / exact, "ignored the sliding window: a sliding layer "
+                              "caches only the last `window` tokens"))
+        if est.is_mla(c):
+            naive = 2 * heads * int(c.get("qk_nope_head_dim") or est.head_dim(c))
+            slips.append((naive / est.kv_values_per_token(c),
+                          "treated MLA like MHA: MLA caches one latent of kv_lora_rank + "
+                          "qk_rope_head_dim values per token and layer, not keys and values per head"))
+        elif heads != kvh:
+            slips.append((heads / kvh,
+                          f"used num_attention_heads ({heads}) instead of num_key_value_heads "
+                          f"({kvh}): with GQA every {heads // kvh} query heads share one KV head"))
+        slips.append((1 / float(c["num_hidden_layers"]), "counted one layer instead of all of them"))
+        slips.append((0.5, "forgot the factor 2 for keys and values"))
+        dtype = str(full.get("dtype", "bf16"))
+        bits = est.dtype_bits(dtype)
+        if bits != 8:
+            slips.append((8 / bits, f"counted values, not bytes: {dtype} stores "
+                          f"{_bytes_each(bits)} per value"))
+        if bits < 16:
+            slips.append((16 / bits, f"used bf16's 2 bytes per value instead of {dtype}'s "
+                          f"{_bytes_each(bits)}"))
         if int(full.get("batch", 1)) > 1:
-            out.append((float(full["batch"]), "forgot the batch size"))
+            slips.append((1 / float(full["batch"]), "forgot the batch size"))
+        if name in ("max_batch_size", "max_context_tokens"):
+            slips = [(1 / m, why) for m, why in slips]
     if name == "decode_step_seconds":
         pc = est.param_counts(c)
-        out.append((pc.total / pc.matmul, "counted the input-embedding table, which is only "
-                    "looked up, not read whole"))
-        wb = est.dtype_bits(str(full.get("weight_dtype", "bf16"))) / 8
-        if wb != 1:
-            out.append((1 / wb, f"bytes per parameter: {full.get('weight_dtype', 'bf16')} takes "
-                        f"{wb:g} bytes"))
+        slips.append((pc.total / pc.matmul, "counted the input-embedding table, which is only "
+                      "looked up, not read whole"))
+        wdtype = str(full.get("weight_dtype", "bf16"))
+        wbits = est.dtype_bits(wdtype)
+        if wbits != 8:
+            slips.append((8 / wbits, f"counted parameters, not bytes: {wdtype} takes "
+                          f"{_bytes_each(wbits)} per parameter"))
+        if wbits < 16:
+            slips.append((16 / wbits, f"used bf16's 2 bytes per parameter instead of {wdtype}'s "
+                          f"{_bytes_each(wbits)}"))
     if name in ("moe_active_params", "moe_total_params", "weight_bytes", "total_params"):
         pc = est.param_counts(c)
         act = pc.active(include_embedding=False)
         if pc.routed_experts:
-            ratio = pc.total / act
-            out.append((ratio if name == "moe_active_params" else 1 / ratio,
-                        "mixed up total and active parameters: every expert is stored, only "
-                        "top_k of them run per token"))
+            mixed = "mixed up total and active parameters: every expert is stored, only top_k " \
+                    "of them run per token"
             if name == "moe_active_params":
-                out.append((pc.active(True) / act,
-                            "counted the input-embedding table, a lookup that does no arithmetic"))
+                slips.append((pc.total / act, mixed))
+                slips.append((pc.active(True) / act,
+                              "counted the input-embedding table, a lookup that does no arithmetic"))
+            else:
+                slips.append((act / pc.total, mixed))
         if name == "weight_bytes":
             dtype = str(full.get("dtype", "bf16"))
-            wb = est.dtype_bits(dtype) / 8
-            if wb != 1:
-                out.append((1 / wb, f"gave parameters, not bytes: {dtype} takes "
-                            f"{_bytes_each(est.dtype_bits(dtype))} per parameter"))
-            if wb < 2:
-                out.append((2 / wb, f"used bf16's 2 bytes per parameter instead of {dtype}'s "
-                            f"{_bytes_each(est.dtype_bits(dtype))}"))
+            bits = est.dtype_bits(dtype)
+            if bits != 8:
+                slips.append((8 / bits, f"gave parameters, not bytes: {dtype} takes "
+                              f"{_bytes_each(bits)} per parameter"))
+            if bits < 16:
+                slips.append((16 / bits, f"used bf16's 2 bytes per parameter instead of {dtype}'s "
+                              f"{_bytes_each(bits)}"))
     if name == "decode_arithmetic_intensity" and int(full.get("batch", 1)) > 1:
-        out.append((1 / float(full["batch"]), "ignored the batch: weights are read once per step "
-                    "and shared by every sequence in it"))
-    return out
+        slips.append((1 / float(full["batch"]), "ignored the batch: weights are read once per "
+                      "step and shared by every sequence in it"))
+    return [_slip(m, why) for m, why in slips]
 
 
 def _choose(question: NumericQuestion, rng: random.Random,

@@ -22,14 +22,17 @@ from inferview.practice.units import Parsed, UnitError, format_value, parse_answ
 CLOSE_FACTOR = 3.0
 """An answer within ``CLOSE_FACTOR * tolerance`` of the expected value scores 0.5."""
 
-Factor = tuple[float, str]
-"""A multiplicative slip and its explanation, e.g. ``(8.0, "used num_attention_heads ...")``."""
+Factor = tuple[float, str] | tuple[float, str, str]
+"""A multiplicative slip and its explanation, e.g. ``(8.0, "used num_attention_heads ...")``: the
+answer is ``f`` times too large or too small. A third element ``"too large"`` or ``"too small"``
+restricts it to that direction (ignoring a sliding window can only overestimate)."""
 
 GENERIC_FACTORS: list[Factor] = [
     (8.0, "8 bits per byte: the answer looks like bits where bytes were asked (or the reverse)"),
     (2**30 / 1e9, "GB vs GiB: 1 GiB = 2^30 bytes = 1.074 GB"),
     (2**40 / 1e12, "TB vs TiB: 1 TiB = 2^40 bytes = 1.100 TB"),
-    (2.0, "a factor of 2: keys AND values are cached, and a bf16/fp16 value takes 2 bytes"),
+    (2.0, "a factor of 2: check the bytes per value (a bf16/fp16 value takes 2) and any term "
+          "counted twice or not at all"),
     (1024.0, "a factor of 1024: one binary prefix step (KiB, MiB, GiB)"),
     (1000.0, "a factor of 1000: one SI prefix step (k, M, G, T)"),
     (1e6, "a factor of a million: two prefix steps"),
@@ -72,13 +75,19 @@ def _match(ratio: float, tol: float, factors: Sequence[Factor], slack: float = 0
     tolerance for factors of 1.5 and more (rounded counts), never for GB-vs-GiB-sized ones."""
     seen: dict[tuple[str, float], list[str]] = {}
     order: list[tuple[str, float]] = []
-    for f, why in factors:
+    for factor in factors:
+        f, why = factor[0], factor[1]
+        only = factor[2] if len(factor) > 2 else None
         if f <= 0 or _near(f, 1.0, 1e-9):
             continue
         t = max(tol, slack) if f >= 1.5 else tol
         for direction, target in (("too large", f), ("too small", 1 / f)):
+            if only is not None and direction != only:
+                continue
             if _near(ratio, target, t):
-                key = (direction, round(f, 6))
+                # factors that are nearly equal (2 and 1.998) are one explanation with two causes
+                key = next((k for k in order if k[0] == direction and _near(f, k[1], t)),
+                           (direction, round(f, 6)))
                 if key not in seen:
                     seen[key] = []
                     order.append(key)
@@ -87,7 +96,7 @@ def _match(ratio: float, tol: float, factors: Sequence[Factor], slack: float = 0
     if not order:
         return None
     direction, f = order[0]
-    shown = f"{f:.3g}" if f < 1.5 else f"{f:g}"
+    shown = f"{f:.3g}" if f < 100 else f"{f:g}"
     return f"Your answer is {shown}x {direction}. Likely: {'; or '.join(seen[(direction, f)])}."
 
 
@@ -157,9 +166,10 @@ def grade_numeric(answer: str, expected: float, unit: str, tolerance: float = 0.
     diagnosis: str | None = None
     if not close:
         slack = 0.0
-        if unit in ("count", "tokens") and abs(expected) >= 1:
-            # a slip by f changes floor(x) to floor(f x), not f floor(x): allow one unit of rounding
-            slack = min(1 / abs(expected), 0.1)
+        if unit in ("count", "tokens") and abs(expected) >= 1 and abs(value) >= 1:
+            # a slip by f changes floor(x) to floor(f x), not f floor(x): allow one unit of
+            # rounding in the smaller of the two
+            slack = min(1 / min(abs(value), abs(expected)), 0.1)
         diagnosis = diagnose(value, expected, tolerance, factors, parsed.in_bits, slack)
     elif unit in ("bytes", "bytes/token"):
         # this near the answer only a unit-prefix slip (GB for GiB) is worth naming

@@ -453,7 +453,8 @@ def attention_flops(config: Config, seq_len: int, batch_size: int = 1, causal: b
     """FLOPs of the two attention matrix products (``Q K^T`` and ``P V``) of one forward pass over
     ``seq_len`` tokens, 2 FLOPs per multiply-add, all layers and heads:
     ``sum_layers 2 * Hq * (d_qk + d_v) * pairs`` with ``pairs = T*T`` (no mask) or the causal count
-    ``T(T+1)/2`` (capped by the window on sliding layers). For ``d_qk = d_v = d`` and no mask this
+    ``T(T+1)/2`` (capped by the window on sliding layers; a sliding window is a causal mask, so
+    without one it is ignored). For ``d_qk = d_v = d`` and no mask this
     is the familiar ``4 * T^2 * d * Hq`` per layer. Projections and softmax are not included; MLA is
     counted in its naive (non-absorbed) form.
     """

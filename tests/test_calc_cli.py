@@ -154,3 +154,11 @@ def test_context_past_the_trained_limit_is_flagged():
     out = run("calc", "kv", "--model", "llama-3-70b", "--seq-len", "128k").output
     assert "past the model's max_position_embeddings, 8,192" in out
     assert "max_position" not in run("calc", "kv", "--model", "llama-3-70b", "--seq-len", "8k").output
+
+
+def test_per_token_cost_past_the_window():
+    # gpt-oss: 18 of 36 layers slide, so past 128 tokens a token adds 18 x 2 x 8 x 64 x 2 B = 36 KiB
+    out = run("calc", "kv", "--model", "gpt-oss-120b", "--seq-len", "4096").output
+    assert "past the window a token costs 36 KiB/token (18 full-attention layers)" in out
+    out = run("calc", "kv", "--model", "mistral-7b", "--seq-len", "4096").output
+    assert "past the window a token costs nothing more" in out

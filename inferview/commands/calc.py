@@ -125,6 +125,11 @@ def _print_kv(r: dict[str, Any]) -> None:
     if r["sliding_layers"]:
         click.echo(f"  sliding window  {r['sliding_layers']} of {r['layers']} layers keep only the "
                    f"last {r['sliding_window']:,} tokens")
+        full = r["layers"] - r["sliding_layers"]
+        beyond = r["kv_bytes_per_token"] * full / r["layers"]
+        click.echo(f"                  past the window a token costs "
+                   f"{format_value(beyond, 'bytes/token') if full else 'nothing more'}"
+                   f" ({full} full-attention layers)")
     click.echo(f"  parameters      {format_count(r['params_total'])} total"
                + (f", {format_count(r['params_active'])} active per token, not counting the input embedding"
                   if r["moe"] else ""))

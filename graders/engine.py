@@ -566,6 +566,8 @@ def _run_one(fn: Callable[..., Any], info: CheckInfo, ctx: Ctx, hseed: int,
 
             tracking._grader_tracking = True  # type: ignore[attr-defined]
             given.inner_test = tracking
+    saved_shrink = hengine.MAX_SHRINKING_SECONDS
+    if given is not None:
         hengine.MAX_SHRINKING_SECONDS = max(1.0, min(MAX_SHRINK_SECONDS, remaining / 4))
     result = CheckResult(info.name, "passed")
     try:
@@ -595,6 +597,8 @@ def _run_one(fn: Callable[..., Any], info: CheckInfo, ctx: Ctx, hseed: int,
             info.name, "failed",
             f"the solution's result could not be checked: {type(exc).__name__}: {exc}",
             _format_counterexample(exc, ctx, fn.__name__, ctx.seed), info.hint)
+    finally:
+        hengine.MAX_SHRINKING_SECONDS = saved_shrink
     return result
 
 

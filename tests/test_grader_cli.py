@@ -30,9 +30,17 @@ def run_cli(capsys, *args: str) -> tuple[int, str, str]:
 
 def test_grade_json_passed_exit_0(capsys) -> None:
     code, out, _ = run_cli(capsys, "grade", str(DEMO), str(DEMO / "solutions/correct/mul.py"),
-                           "--json", "--seed", "5", "--no-record")
+                           "--json", "--seed", "5")
     data = json.loads(out)
     assert code == 0 and data["verdict"] == "passed"
+    from inferview.store import Store
+
+    store = Store.open()
+    try:
+        saved = store.submissions("demo-scale")
+    finally:
+        store.close()
+    assert len(saved) == 1  # the result is recorded in the progress store
     assert set(data) == {"schema", "challenge", "verdict", "backend", "seed", "duration_s", "checks"}
     assert data["backend"] == "cpu" and data["seed"] == 5 and data["challenge"] == "demo-scale"
     for c in data["checks"]:

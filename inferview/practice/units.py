@@ -18,6 +18,7 @@
 - Ratios: ``3.2x``, ``3.2×``, ``3.2 times``, ``320%``. Time: ``s``, ``ms``, ``us``/``µs``, ``ns``,
   ``min``.
 
+Prefixes follow IEC 80000-13: ``Ki Mi Gi Ti`` are powers of 2^10, ``k M G T`` powers of 10^3.
 An answer without a unit is taken in the question's unit. An answer in a unit of another kind
 ("40 GiB" for a parameter count) raises ``UnitError`` with a message naming both.
 """

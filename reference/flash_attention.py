@@ -38,6 +38,12 @@ if not torch.cuda.is_available():
 
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
+
+if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0") and type(tl.max).__name__ == "JITFunction":
+    # tl.max and friends are themselves @triton.jit functions: if triton was imported before the
+    # variable was set they were compiled-mode objects and every interpreted kernel would fail.
+    raise ImportError("Triton was imported before TRITON_INTERPRET=1 was set; set TRITON_INTERPRET=1 "
+                      "in the environment (or import this module before anything imports triton)")
 from inferview.reference.attention import attention  # noqa: E402
 
 LOG2E = 1.4426950408889634  # log2(e): exp(x) == exp2(x * log2(e))

@@ -1,0 +1,126 @@
+"""Checks for the gqa-attention challenge: MHA, GQA and MQA head layouts, the bottom-right causal
+mask, the scale, half precision and large logits, each against a float64 reference."""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import example, given, note
+from hypothesis import strategies as st
+from inferview.graders import strategies as gs
+from inferview.graders import tolerances
+from inferview.graders.api import CheckFailed, Ctx, check, expect_close, expect_equal, expect_shape
+from inferview.reference.attention import attention
+
+
+@st.composite
+def gqa_cases(draw, *, layout="any", causal=None, decode=False, dtype=torch.float32, scale=1.0):
+    """Sizes and a seed; ``layout`` is ``mha``, ``gqa``, ``mqa`` or ``any``."""
+    if layout == "mha":
+        hkv = draw(st.integers(1, 4))
+        hq = hkv
+    elif layout == "mqa":
+        hkv, hq = 1, draw(st.integers(2, 8))
+    elif layout == "gqa":
+        hkv = draw(st.integers(2, 4))
+        hq = hkv * draw(st.integers(2, 4))
+    else:
+        hkv = draw(st.integers(1, 3))
+        hq = hkv * draw(st.integers(1, 3))
+    c = draw(st.booleans()) if causal is None else causal
+    tk = draw(st.integers(2 if decode else 1, 20))
+    if c:
+        tq = draw(st.integers(1, tk - 1)) if decode else draw(st.integers(1, tk))
+    else:
+        tq = draw(st.integers(1, 20))
+    case = {"batch": draw(st.integers(1, 2)), "num_heads": hq, "num_kv_heads": hkv, "seq_q": tq,
+            "seq_k": tk, "head_dim": draw(st.sampled_from([4, 8, 16, 32])), "causal": c,
+            "dtype": draw(dtype) if isinstance(dtype, st.SearchStrategy) else dtype, "scale": scale,
+            "seed": draw(gs.seeds())}
+    note(_describe(case))
+    return case
+
+
+def _describe(c) -> str:
+    dt = str(c["dtype"]).replace("torch.", "")
+    return (f"q=({c['batch']}, {c['num_heads']}, {c['seq_q']}, {c['head_dim']}), "
+            f"k=v=({c['batch']}, {c['num_kv_heads']}, {c['seq_k']}, {c['head_dim']}), "
+            f"causal={c['causal']}, {dt}, values x{c['scale']:g}, seed={c['seed']}")
+
+
+def _run(ctx: Ctx, c, sm_scale=None) -> None:
+    b, d, s = c["batch"], c["head_dim"], c["seed"]
+    q = gs.tensor((b, c["num_heads"], c["seq_q"], d), s, c["dtype"], ctx.device, scale=c["scale"])
+    k = gs.tensor((b, c["num_kv_heads"], c["seq_k"], d), s + 1, c["dtype"], ctx.device, scale=c["scale"])
+    v = gs.tensor((b, c["num_kv_heads"], c["seq_k"], d), s + 2, c["dtype"], ctx.device)
+    kwargs = {"causal": c["causal"]} if sm_scale is None else {"causal": c["causal"], "sm_scale": sm_scale}
+    got = ctx.sub.call("gqa_attention", q, k, v, **kwargs)
+    exact = attention(q, k, v, causal=c["causal"], sm_scale=sm_scale, compute_dtype=torch.float64)
+    what = "gqa_attention output"
+    expect_shape(got, exact.shape, what)
+    expect_equal(got.dtype, q.dtype, what=f"dtype of {what}")
+    baseline = attention(q, k, v, causal=c["causal"], sm_scale=sm_scale)  # in q's precision
+    slack = 1e-4 if q.dtype == torch.float32 else 2e-3
+    ok, err, err_base = tolerances.within_baseline_error(got, baseline, exact, slack=slack)
+    if not ok:
+        line = f"max error {err:.3g} against float64; a PyTorch baseline in {q.dtype} has {err_base:.3g}"
+        try:
+            expect_close(got, exact.to(q.dtype), what=what, atol=2 * err_base + slack,
+                         rtol=tolerances.for_dtype(q.dtype)[0])
+        except CheckFailed as exc:
+            raise CheckFailed(f"{exc}\n  {line}") from None
+        raise CheckFailed(f"{what}: {line}")
+
+
+@check("MHA (num_kv_heads == num_heads) matches float64", hint="Scores q k^T * (1/sqrt(head_dim)), "
+       "softmax over the keys, then weight the values.")
+@given(case=gqa_cases(layout="mha", causal=False))
+def mha(ctx: Ctx, case) -> None:
+    _run(ctx, case)
+
+
+@check("grouped heads: query head h reads kv head h // group", hint="Heads 0..G-1 share kv head 0. "
+       "repeat_interleave(G, dim=1) gives that layout; repeat(1, G, 1, 1) gives h % num_kv_heads.")
+@given(case=gqa_cases(layout="gqa", causal=False))
+@example(case={"batch": 1, "num_heads": 4, "num_kv_heads": 2, "seq_q": 1, "seq_k": 1, "head_dim": 4,
+               "causal": False, "dtype": torch.float32, "scale": 1.0, "seed": 0})
+def gqa(ctx: Ctx, case) -> None:
+    _run(ctx, case)
+
+
+@check("MQA: one kv head shared by every query head", hint="With num_kv_heads == 1 every query head "
+       "reads the same keys and values.")
+@given(case=gqa_cases(layout="mqa", causal=False))
+def mqa(ctx: Ctx, case) -> None:
+    _run(ctx, case)
+
+
+@check("causal mask is aligned bottom-right (prefill, decode, chunks)", hint="The queries are the last seq_q "
+       "positions: key j is visible to query i iff j <= i + seq_k - seq_q.")
+@given(case=gqa_cases(causal=True, decode=True))
+@example(case={"batch": 1, "num_heads": 1, "num_kv_heads": 1, "seq_q": 1, "seq_k": 2, "head_dim": 4,
+               "causal": True, "dtype": torch.float32, "scale": 1.0, "seed": 0})
+@example(case={"batch": 1, "num_heads": 2, "num_kv_heads": 1, "seq_q": 5, "seq_k": 5, "head_dim": 8,
+               "causal": True, "dtype": torch.float32, "scale": 1.0, "seed": 1})
+def causal_offsets(ctx: Ctx, case) -> None:
+    _run(ctx, case)
+
+
+@check("an explicit sm_scale is used", hint="Only sm_scale=None means 1/sqrt(head_dim).")
+@given(case=gqa_cases(), sm_scale=st.sampled_from([0.1, 0.7, 3.0]))
+def custom_scale(ctx: Ctx, case, sm_scale: float) -> None:
+    note(f"sm_scale={sm_scale}")
+    _run(ctx, case, sm_scale=sm_scale)
+
+
+@check("float16 and bfloat16 inputs give a result in the same dtype", hint="Compute in float32 and "
+       "cast the output back with .to(q.dtype).")
+@given(case=gqa_cases(dtype=st.sampled_from([torch.bfloat16, torch.float16])))
+def half_precision(ctx: Ctx, case) -> None:
+    _run(ctx, case)
+
+
+@check("stays finite for large scores", hint="Subtract each row's maximum before exp (torch.softmax "
+       "does): exp of a score above ~89 is inf in float32.")
+@given(case=gqa_cases(scale=30.0))
+def large_logits(ctx: Ctx, case) -> None:
+    _run(ctx, case)

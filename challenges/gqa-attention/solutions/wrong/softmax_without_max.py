@@ -1,0 +1,19 @@
+"""Softmax written as exp(s) / sum(exp(s)) without subtracting the maximum: overflows to NaN for large scores."""
+
+import math
+
+import torch
+
+
+def gqa_attention(q, k, v, causal=False, sm_scale=None):
+    b, hq, tq, d = q.shape
+    hkv, tk = k.shape[1], k.shape[2]
+    scale = 1.0 / math.sqrt(d) if sm_scale is None else sm_scale
+    kf = k.float().repeat_interleave(hq // hkv, dim=1)  # (B, Hq, Tk, D)
+    vf = v.float().repeat_interleave(hq // hkv, dim=1)
+    s = torch.matmul(q.float(), kf.transpose(-1, -2)) * scale  # (B, Hq, Tq, Tk)
+    if causal:
+        keep = torch.ones(tq, tk, dtype=torch.bool, device=q.device).tril(diagonal=tk - tq)
+        s = s.masked_fill(~keep, float("-inf"))
+    e = torch.exp(s)
+    return torch.matmul(e / e.sum(dim=-1, keepdim=True), vf).to(q.dtype)

@@ -250,3 +250,9 @@ def test_spec_all_accepted_slip():
     d = render(q)
     assert "every drafted token is accepted" in grade_answer(q, "4", rendered=d).diagnosis
     assert grade_answer(q, "1.6", rendered=d).diagnosis is None
+
+
+def test_bare_number_for_bytes_asks_for_a_unit():
+    g = grade_numeric("40", GIB40, "bytes")
+    assert not g.correct and "without a unit is read as bytes" in g.diagnosis
+    assert grade_numeric("42949672960", GIB40, "bytes").correct

@@ -171,6 +171,10 @@ def grade_numeric(answer: str, expected: float, unit: str, tolerance: float = 0.
             # rounding in the smaller of the two
             slack = min(1 / min(abs(value), abs(expected)), 0.1)
         diagnosis = diagnose(value, expected, tolerance, factors, parsed.in_bits, slack)
+        if (diagnosis is None and not parsed.unit_text and unit in ("bytes", "bytes/token")
+                and abs(expected) >= 1e4 and abs(value) * 1e3 <= abs(expected)):
+            diagnosis = (f"A number without a unit is read as {unit}; add one "
+                         f"(e.g. {format_value(expected, unit).split(' (')[0]}).")
     elif unit in ("bytes", "bytes/token"):
         # this near the answer only a unit-prefix slip (GB for GiB) is worth naming
         diagnosis = prefix_slip(parsed, expected, tolerance)

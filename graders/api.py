@@ -198,7 +198,9 @@ class Submission:
         return Remote(self, int(handle), class_name)
 
     def last_call_stats(self) -> dict[str, Any]:
-        """``{"triton_launches": int, "torch_ops": {op: count}}`` for the last call."""
+        """``{"triton_launches": int, "torch_ops": {op: count}, "max_numel": int}`` for the last
+        call; ``max_numel`` is the element count of the largest tensor any torch op produced during
+        it (tracked when the challenge forbids an API or requires Triton)."""
         return self._channel.request("stats", {}, timeout=None, describe="stats")
 
     def _invoke(self, op: str, name: str, args: tuple, kwargs: dict, *, target: int | None,

@@ -85,6 +85,7 @@ class _State:
     violations: list[dict[str, Any]] = []
     triton_launches = 0
     torch_ops: dict[str, int] = {}
+    max_numel = 0  # elements of the largest tensor an op produced during the last call
     sub_file = ""
     forbidden_roots: list[str] = []
     blocked_modules: set[str] = set()
@@ -259,7 +260,12 @@ def _make_dispatch_mode(torch: Any) -> Any:
                         _violate("compute outside Triton",
                                  f"computes with torch (aten.{name}) during the call; the "
                                  "attention must be computed inside a Triton kernel")
-            return func(*args, **kwargs)
+            out = func(*args, **kwargs)
+            if _State.active and not _State.internal:
+                for t in out if isinstance(out, (tuple, list)) else (out,):
+                    if isinstance(t, torch.Tensor) and t.numel() > _State.max_numel:
+                        _State.max_numel = t.numel()
+            return out
 
     return Guard
 
@@ -352,6 +358,7 @@ class Worker:
     def guarded(self, fn: Any, *args: Any, _in_call: bool = True, **kwargs: Any) -> Any:
         _State.triton_launches = 0
         _State.torch_ops = {}
+        _State.max_numel = 0
         mode = self.guard_cls() if self.guard_cls is not None else None
         _State.active = True
         _State.in_call = _in_call
@@ -364,7 +371,8 @@ class Worker:
             _State.active = False
             _State.in_call = False
             self.last_stats = {"triton_launches": _State.triton_launches,
-                               "torch_ops": dict(_State.torch_ops)}
+                               "torch_ops": dict(_State.torch_ops),
+                               "max_numel": _State.max_numel}
 
     def op_load(self, req: dict[str, Any]) -> dict[str, Any]:
         torch = self.torch

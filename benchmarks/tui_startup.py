@@ -5,8 +5,8 @@
    Home is mounted and takes keys (target: under a second); then until the library, parsed in a
    background worker, is shown. Median of ``--runs`` processes.
 2. Grading round trip: the challenge screen for ``kv-cache-size`` with its first known-correct
-   solution, ``ctrl+r`` pressed after the screen opened (the grading service was warmed by
-   ``prepare``), until the verdict is shown. Needs ``inferview.graders.client``.
+   solution; ``ctrl+r`` right after the screen opened (``prepare`` has only just started the
+   grading service), then again with the service warm, each until the verdict is shown.
 
 Run: ``python benchmarks/tui_startup.py [--runs 5] [--skip-grading]``. Prints one line per number.
 """
@@ -82,18 +82,18 @@ async def _grade_round_trip() -> tuple[float, float, str]:
     solution = Path(tempfile.mkdtemp()) / "solution.py"
     solution.write_text(correct.read_text())
     app = create_app(library=library, initial=InitialChallenge("kv-cache-size", solution))
+    times, verdict = [], "none"
     async with app.run_test(size=(80, 24)) as pilot:
-        t_open = time.perf_counter()
-        await app.workers.wait_for_complete()  # prepare(): the service is warm
-        t_warm = time.perf_counter() - t_open
+        await app.workers.wait_for_complete()  # prepare() sent: the service starts warming up
         screen = app.screen
-        t0 = time.perf_counter()
-        await pilot.press("ctrl+r")
-        while screen.grading:
-            await pilot.pause(0.01)
-        verdict_s = time.perf_counter() - t0
-        verdict = (screen.last_result or {}).get("verdict", "none")
-    return t_warm, verdict_s, verdict
+        for _ in range(2):  # the first run may still wait for the service; the second is warm
+            t0 = time.perf_counter()
+            await pilot.press("ctrl+r")
+            while screen.grading:
+                await pilot.pause(0.01)
+            times.append(time.perf_counter() - t0)
+            verdict = (screen.last_result or {}).get("verdict", "none")
+    return times[0], times[1], verdict
 
 
 def grading() -> None:
@@ -104,8 +104,9 @@ def grading() -> None:
         return
     with tempfile.TemporaryDirectory() as home:
         os.environ["INFERVIEW_HOME"] = home
-        warm, verdict_s, verdict = asyncio.run(_grade_round_trip())
-    print(f"grading kv-cache-size: service warm-up {warm:.2f} s, ctrl+r -> verdict {verdict_s:.2f} s ({verdict})")
+        first, second, verdict = asyncio.run(_grade_round_trip())
+    print(f"grading kv-cache-size (correct solution, {verdict}): ctrl+r -> verdict {first:.2f} s right after "
+          f"opening the screen, {second:.2f} s with the service warm")
 
 
 def main() -> None:

@@ -155,6 +155,10 @@ def load_checks(ch: Challenge) -> list[tuple[CheckInfo, Callable[..., Any]]]:
     sys.modules[name] = mod
     try:
         spec.loader.exec_module(mod)
+    except Exception as exc:  # noqa: BLE001 - a broken checks.py is the author's to fix
+        raise GradingUsageError(
+            f"{path}: the challenge's checks could not be imported: {type(exc).__name__}: {exc}"
+        ) from exc
     finally:
         sys.modules.pop(name, None)
     found = []

@@ -168,8 +168,8 @@ def placeholders(question: NumericQuestion, params: Mapping[str, Any]) -> dict[s
         if "seq_len" in full:
             s = int(full["seq_len"])
             fields["context_note"] = (
-                f" ({preset.title}'s config.json sets max_position_embeddings to {max_pos:,}, so "
-                f"this length is hypothetical; do the arithmetic anyway.)"
+                f" ({preset.title}'s config.json sets max_position_embeddings to {max_pos:,}; "
+                f"count the cache for the length asked.)"
                 if isinstance(max_pos, int) and s > max_pos else "")
             fields["tokens_cached"] = _fmt(_tokens_cached(c, s))
             fields["kv_per_seq"] = format_bytes(est.kv_cache_bytes(c, s, 1, dtype))

@@ -1,0 +1,138 @@
+"""Checks for the tiled-attention challenge: exactness against float64 for any block size, the
+bottom-right causal mask, large logits, and a working set that grows with the block rather than
+with seq_q x seq_k (measured by the worker as the largest tensor produced during the call)."""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import example, given, note
+from hypothesis import strategies as st
+from inferview.graders import strategies as gs
+from inferview.graders import tolerances
+from inferview.graders.api import (
+    CheckFailed,
+    Ctx,
+    check,
+    expect,
+    expect_close,
+    expect_equal,
+    expect_shape,
+)
+from inferview.reference.attention import attention
+
+
+@st.composite
+def tiled_cases(draw, *, causal=None, max_len=40, scale=1.0):
+    c = draw(st.booleans()) if causal is None else causal
+    tk = draw(st.integers(1, max_len))
+    tq = draw(st.integers(1, tk)) if c else draw(st.integers(1, max_len))
+    case = {"batch": draw(st.integers(1, 2)), "heads": draw(st.integers(1, 2)), "seq_q": tq, "seq_k": tk,
+            "head_dim": draw(st.sampled_from([4, 8, 16])), "causal": c,
+            "block_size": draw(st.sampled_from([1, 3, 8, 16, 64])), "scale": scale,
+            "seed": draw(gs.seeds())}
+    note(_describe(case))
+    return case
+
+
+def _describe(c) -> str:
+    return (f"q=({c['batch']}, {c['heads']}, {c['seq_q']}, {c['head_dim']}), k=v=({c['batch']}, "
+            f"{c['heads']}, {c['seq_k']}, {c['head_dim']}), causal={c['causal']}, "
+            f"block_size={c['block_size']}, values x{c['scale']:g}, seed={c['seed']}")
+
+
+def _inputs(c, device):
+    b, h, d, s = c["batch"], c["heads"], c["head_dim"], c["seed"]
+    q = gs.tensor((b, h, c["seq_q"], d), s, device=device, scale=c["scale"])
+    k = gs.tensor((b, h, c["seq_k"], d), s + 1, device=device, scale=c["scale"])
+    v = gs.tensor((b, h, c["seq_k"], d), s + 2, device=device)
+    return q, k, v
+
+
+def _run(ctx: Ctx, c, sm_scale=None):
+    q, k, v = _inputs(c, ctx.device)
+    kwargs = {"causal": c["causal"], "block_size": c["block_size"]}
+    if sm_scale is not None:
+        kwargs["sm_scale"] = sm_scale
+    got = ctx.sub.call("tiled_attention", q, k, v, **kwargs)
+    what = "tiled_attention output"
+    exact = attention(q, k, v, causal=c["causal"], sm_scale=sm_scale, compute_dtype=torch.float64)
+    expect_shape(got, exact.shape, what)
+    expect_equal(got.dtype, q.dtype, what=f"dtype of {what}")
+    baseline = attention(q, k, v, causal=c["causal"], sm_scale=sm_scale)
+    ok, err, err_base = tolerances.within_baseline_error(got, baseline, exact, slack=1e-4)
+    if not ok:
+        line = f"max error {err:.3g} against float64; a float32 PyTorch baseline has {err_base:.3g}"
+        try:
+            expect_close(got, exact.float(), what=what, atol=2 * err_base + 1e-4)
+        except CheckFailed as exc:
+            raise CheckFailed(f"{exc}\n  {line}") from None
+        raise CheckFailed(f"{what}: {line}")
+    return q, k, v
+
+
+@check("matches float64 (non-causal)", hint="Running max m, sum l and accumulator acc per query row; "
+       "o = acc / l at the end.")
+@given(case=tiled_cases(causal=False))
+def non_causal(ctx: Ctx, case) -> None:
+    _run(ctx, case)
+
+
+@check("any block size, including 1 and a partial last block", hint="Slice k[:, :, j0:j0 + block_size] "
+       "for j0 in range(0, seq_k, block_size): the last slice is simply shorter.")
+@given(case=tiled_cases(causal=False, max_len=23))
+@example(case={"batch": 1, "heads": 1, "seq_q": 2, "seq_k": 5, "head_dim": 4, "causal": False,
+               "block_size": 3, "scale": 1.0, "seed": 0})
+def block_sizes(ctx: Ctx, case) -> None:
+    _run(ctx, case)
+
+
+@check("rescales the running sums when the maximum grows", hint="Multiply l and acc by "
+       "exp(m - m_new) before adding a block whose scores exceed everything seen so far.")
+@given(case=tiled_cases(causal=False, max_len=40), grow=st.booleans())
+def rescaling(ctx: Ctx, case, grow: bool) -> None:
+    """Small blocks over at least 9 keys: the row maximum changes from block to block."""
+    case = dict(case, block_size=min(case["block_size"], 4) if grow else case["block_size"])
+    case["seq_k"] = max(case["seq_k"], 9)
+    note(f"seq_k raised to {case['seq_k']}, block_size {case['block_size']}")
+    _run(ctx, case)
+
+
+@check("causal mask is aligned bottom-right", hint="Query i is at absolute position i + seq_k - seq_q "
+       "and sees key j iff j <= that position.")
+@given(case=tiled_cases(causal=True))
+@example(case={"batch": 1, "heads": 1, "seq_q": 1, "seq_k": 4, "head_dim": 4, "causal": True,
+               "block_size": 3, "scale": 1.0, "seed": 0})
+def causal_bottom_right(ctx: Ctx, case) -> None:
+    _run(ctx, case)
+
+
+@check("an explicit sm_scale is used", hint="Only sm_scale=None means 1/sqrt(head_dim).")
+@given(case=tiled_cases(), sm_scale=st.sampled_from([0.1, 2.0]))
+def custom_scale(ctx: Ctx, case, sm_scale: float) -> None:
+    note(f"sm_scale={sm_scale}")
+    _run(ctx, case, sm_scale=sm_scale)
+
+
+@check("stays finite for large scores", hint="exp of a score in the hundreds is inf in float32: "
+       "subtract the running maximum inside every exp.")
+@given(case=tiled_cases(scale=30.0))
+def large_logits(ctx: Ctx, case) -> None:
+    _run(ctx, case)
+
+
+@check("memory grows with the block, not with seq_q x seq_k", max_examples=4, hint="Never build the "
+       "(seq_q, seq_k) scores: compute q @ k_block^T for one block of keys at a time.")
+@given(block_size=st.sampled_from([4, 8, 16]), seed=gs.seeds(), causal=st.booleans())
+def memory_bound(ctx: Ctx, block_size: int, seed: int, causal: bool) -> None:
+    b, h, tq, tk, d = 1, 2, 64, 384, 8
+    case = {"batch": b, "heads": h, "seq_q": tq, "seq_k": tk, "head_dim": d, "causal": causal,
+            "block_size": block_size, "scale": 1.0, "seed": seed}
+    note(_describe(case))
+    _run(ctx, case)
+    stats = ctx.sub.last_call_stats()
+    largest = int(stats.get("max_numel", -1))
+    expect(largest >= 0, "the grader could not measure the memory of the call")
+    bound = 2 * b * h * max(tq * max(block_size, d), tk * d)
+    scores = b * h * tq * tk
+    expect(largest < bound, f"the largest tensor created during the call has {largest} elements; the "
+           f"bound is {bound} (the full score matrix would be {scores})")

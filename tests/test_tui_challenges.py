@@ -80,6 +80,12 @@ async def test_a_wrong_file_shows_the_failing_check_and_its_counterexample(app_f
         assert "a=0, b=1 (seed 7)" in text
         assert "hint: Use the plus operator." in text
         assert app.services.get_store().challenge_status()["demo-sum"]["status"] == "failed"
+        await pilot.press("f2")  # read the results full width at 80 columns
+        await pilot.pause()
+        assert not app.screen.query_one("#right").display and app.screen.query_one("#left").display
+        await pilot.press("f2")
+        await pilot.pause()
+        assert app.screen.query_one("#right").display and not app.screen.query_one("#left").display
 
 
 async def test_grading_runs_in_the_background_and_escape_cancels_it(app_factory) -> None:

@@ -56,14 +56,18 @@ class ChallengeScreen(Screen[None]):
     """Write, grade and fix one challenge."""
 
     BINDINGS = [
-        Binding("ctrl+r", "grade", "Run", priority=True),
+        # Not priority: these keys must queue behind the characters typed just before them in
+        # the editor (which binds none of them). Cancelling must beat the editor's own escape and
+        # ctrl+c (copy), so those two are priority while grading.
+        Binding("ctrl+r", "grade", "Run"),
         Binding("escape", "cancel_grading", "Cancel", priority=True),
         Binding("ctrl+c", "cancel_grading", "Cancel", priority=True, show=False),
-        Binding("ctrl+s", "save", "Save", priority=True),
-        Binding("ctrl+g", "hint", "Hint", priority=True),
-        Binding("ctrl+t", "switch_pane", "Pane", priority=True),
-        Binding("ctrl+o", "external_editor", "Editor", priority=True),
-        Binding("ctrl+l", "solution", "Solution", priority=True),
+        Binding("ctrl+s", "save", "Save"),
+        Binding("ctrl+g", "hint", "Hint"),
+        Binding("ctrl+t", "switch_pane", "Pane"),
+        Binding("f2", "layout", "Layout", show=False),
+        Binding("ctrl+o", "external_editor", "Editor"),
+        Binding("ctrl+l", "solution", "Solution"),
         Binding("escape", "back", "Back"),
     ]
 
@@ -344,6 +348,19 @@ class ChallengeScreen(Screen[None]):
             self.app.services.get_store().set_setting(f"hints_shown:{self.challenge_id}", self._hints_shown)
             self._show_hints()
         self.query_one("#left", TabbedContent).active = "hints"
+
+    def action_layout(self) -> None:
+        """Cycle: side by side, the left pane alone (to read), the editor alone (to write)."""
+        main = self.query_one("#challenge-main")
+        if main.has_class("-reading"):
+            main.remove_class("-reading")
+            main.add_class("-writing")
+            self.editor.focus()
+        elif main.has_class("-writing"):
+            main.remove_class("-writing")
+        else:
+            main.add_class("-reading")
+            self.query_one("#left", TabbedContent).focus()
 
     def action_switch_pane(self) -> None:
         tabs = self.query_one("#left", TabbedContent)

@@ -26,8 +26,11 @@ class ChallengesScreen(Screen[None]):
         self.sub_title = "Challenges"
         table = self.query_one(DataTable)
         table.border_title = "Coding challenges — enter to open"
-        for label, key in (("Challenge", "title"), ("Level", "level"), ("Status", "status"),
-                           ("Best", "best"), ("On", "backend"), ("Tries", "tries")):
+        # the other columns, paddings and borders take 40 cells; titles get the rest (at least 24)
+        self.title_width = max(24, self.app.size.width - 40)
+        table.add_column("Challenge", key="title", width=self.title_width)
+        for label, key in (("Level", "level"), ("Status", "status"), ("Best", "best"), ("On", "backend"),
+                           ("Tries", "tries")):
             table.add_column(label, key=key)
         self.refresh_data()
         table.focus()
@@ -46,6 +49,8 @@ class ChallengesScreen(Screen[None]):
             s = status.get(cid, {"status": "new", "best_duration_s": None, "backend": None, "attempts": 0})
             best = f"{s['best_duration_s']:.1f}s" if s.get("best_duration_s") is not None else "—"
             title = ch.spec.title if ch.builtin else f"{ch.spec.title} (yours)"
+            if len(title) > self.title_width:
+                title = title[: self.title_width - 1] + "…"
             table.add_row(
                 Text(title),
                 Text(ch.spec.difficulty),

@@ -29,7 +29,7 @@ the keys of the current screen.
 | key | does |
 |---|---|
 | **ctrl+s** | submit the answer (**enter** in a number box) |
-| **space** | toggle a key point hit/missed when the grader got it wrong |
+| **enter** or **space** | on a key point: toggle hit/missed when the grader got it wrong; on a flagged misconception: dismiss it |
 | **1 2 3 4** | rate yourself: Again, Hard, Good, Easy — schedules the next review |
 | **f** | ask the follow-up questions next |
 | **ctrl+n** | skip this question |
@@ -46,6 +46,7 @@ Numbers take units: `40 GiB`, `42.9 GB`, `4.29e10 bytes`, `320 KiB/token`.
 | **ctrl+o** | open the file in `$VISUAL` / `$EDITOR`, then reload it |
 | **ctrl+l** | reveal the reference solution (after a first attempt) |
 | **ctrl+t** | switch the left pane: statement, results, hints |
+| **F2** | layout: side by side, the left pane alone, the editor alone |
 
 Your solution lives in the workspace folder (shown in the title bar), so any editor works: the
 screen notices when the file changes on disk and asks before replacing unsaved edits.

@@ -18,10 +18,12 @@ from textual.widgets import (
     Header,
     Input,
     Markdown,
+    OptionList,
     SelectionList,
     Static,
     TextArea,
 )
+from textual.widgets.option_list import Option
 from textual.widgets.selection_list import Selection
 
 from inferview.content.models import ChoiceQuestion, NumericQuestion, OpenQuestion
@@ -39,13 +41,15 @@ class PracticeScreen(Screen[None]):
     """One question at a time from the review queue."""
 
     BINDINGS = [
-        Binding("ctrl+s", "submit", "Submit", priority=True),
+        # not priority: the key must queue behind the characters typed just before it
+        Binding("ctrl+s", "submit", "Submit"),
         Binding("1", "rate(1)", "Again", show=False),
         Binding("2", "rate(2)", "Hard", show=False),
         Binding("3", "rate(3)", "Good", show=False),
         Binding("4", "rate(4)", "Easy", show=False),
         Binding("f", "follow_ups", "Follow-ups"),
-        Binding("ctrl+n", "skip", "Skip", priority=True),
+        Binding("space", "toggle", "Toggle", show=False),
+        Binding("ctrl+n", "skip", "Skip"),
         Binding("escape", "back", "Back"),
     ]
 
@@ -53,6 +57,8 @@ class PracticeScreen(Screen[None]):
         super().__init__()
         self.topic = topic
         self.feedback: Feedback | None = None
+        self._points: list[str] = []
+        self._claims: list[str] = []
         self._shown_at = time.monotonic()
 
     def compose(self) -> ComposeResult:
@@ -68,11 +74,11 @@ class PracticeScreen(Screen[None]):
                 yield Input(id="answer-numeric", placeholder="e.g. 40 GiB")
             with VerticalScroll(id="feedback"):
                 yield Static(id="verdict")
-                yield Static("Key points — space toggles one the grader got wrong", id="kp-label", classes="muted")
-                yield SelectionList[str](id="key-points")
-                yield Static("Misconceptions flagged — space dismisses a wrong flag", id="flag-label",
+                yield Static("Key points — enter toggles one the grader got wrong", id="kp-label", classes="muted")
+                yield OptionList(id="key-points")
+                yield Static("Misconceptions flagged — enter dismisses a wrong flag", id="flag-label",
                              classes="muted")
-                yield SelectionList[str](id="flags")
+                yield OptionList(id="flags")
                 yield Static(id="details")
                 yield Markdown(id="model-answer")
                 yield Static(id="follow-ups")
@@ -172,17 +178,17 @@ class PracticeScreen(Screen[None]):
         self._verdict()
         q = fb.item.question
         is_open = isinstance(q, OpenQuestion)
-        kps = self.query_one("#key-points", SelectionList)
+        kps = self.query_one("#key-points", OptionList)
         kps.clear_options()
+        self._points = [kp.point for kp in q.key_points] if is_open else []
         if is_open:
-            points = [kp.point for kp in q.key_points]
-            kps.add_options([Selection(_point_label(p, p in r["hits"]), p, p in r["hits"], id=f"kp-{i}")
-                             for i, p in enumerate(points)])
+            kps.add_options([Option(_point_label(p, p in r["hits"]), id=f"kp-{i}")
+                             for i, p in enumerate(self._points)])
             kps.highlighted = 0
-        flags = self.query_one("#flags", SelectionList)
+        flags = self.query_one("#flags", OptionList)
         flags.clear_options()
-        flags.add_options([Selection(_flag_label(f["claim"], True), f["claim"], True, id=f"flag-{i}")
-                           for i, f in enumerate(r["flags"])])
+        self._claims = [f["claim"] for f in r["flags"]]
+        flags.add_options([Option(_flag_label(c, True), id=f"flag-{i}") for i, c in enumerate(self._claims)])
         for wid in ("#kp-label", "#key-points"):
             self.query_one(wid).display = is_open
         for wid in ("#flag-label", "#flags"):
@@ -247,25 +253,24 @@ class PracticeScreen(Screen[None]):
         text.append("(highlighted: suggested)", style="dim")
         bar.update(text)
 
-    def on_selection_list_selection_toggled(self, event: SelectionList.SelectionToggled) -> None:
-        if self.feedback is None:
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        """Enter on a key point toggles hit/missed; on a flagged misconception dismisses it."""
+        if self.feedback is None or event.option_id is None:
             return
-        value = event.selection.value
-        option_id = event.selection.id
-        selected = value in event.selection_list.selected
-        if event.selection_list.id == "key-points":
-            self.session.toggle_key_point(self.feedback, value)
-            label = _point_label(value, selected)
-        elif event.selection_list.id == "flags":
-            if selected:  # a dismissed flag stays dismissed
-                event.selection_list.deselect(value)
-                return
-            self.session.dismiss_flag(self.feedback, value)
-            label = _flag_label(value, False)
+        kind, _, index = event.option_id.partition("-")
+        if kind == "kp":
+            point = self._points[int(index)]
+            self.session.toggle_key_point(self.feedback, point)
+            label = _point_label(point, point in self.feedback.result["hits"])
+        elif kind == "flag":
+            claim = self._claims[int(index)]
+            if not any(f["claim"] == claim for f in self.feedback.result["flags"]):
+                return  # already dismissed
+            self.session.dismiss_flag(self.feedback, claim)
+            label = _flag_label(claim, False)
         else:
             return
-        if option_id is not None:
-            event.selection_list.replace_option_prompt(option_id, label)
+        event.option_list.replace_option_prompt(event.option_id, label)
         self._verdict()
         self.query_one("#details", Static).update(self._details(self.feedback))
         self._rating_bar()
@@ -273,6 +278,8 @@ class PracticeScreen(Screen[None]):
     # ------------------------------------------------------------------ actions
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "toggle":
+            return self.feedback is not None and isinstance(self.app.focused, OptionList)
         if action in ("rate", "follow_ups"):
             if self.feedback is None:
                 return False
@@ -283,6 +290,12 @@ class PracticeScreen(Screen[None]):
         if action == "skip":
             return self.session.current() is not None
         return True
+
+    def action_toggle(self) -> None:
+        """Space on a key point or a flag does what enter does."""
+        focused = self.app.focused
+        if isinstance(focused, OptionList) and focused.highlighted is not None:
+            focused.action_select()
 
     def action_rate(self, rating: int) -> None:
         if self.feedback is None:

@@ -312,7 +312,7 @@ class FrameReader:
             pos += blen
         try:
             header = json.loads(bytes(buf[12:12 + hlen]).decode())
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise CodecError(f"bad frame header: {exc}") from None
         if not isinstance(header, dict):
             raise CodecError("frame header is not an object")

@@ -244,3 +244,12 @@ def test_client_and_headless_modules_do_not_import_torch_or_textual():
             "print('textual' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_codec_rejects_a_nesting_bomb():
+    head = ("[" * 100_000 + "]" * 100_000).encode()
+    frame = codec.MAGIC + len(head).to_bytes(4, "big") + (0).to_bytes(4, "big") + head
+    reader = codec.FrameReader()
+    reader.feed(frame)
+    with pytest.raises(codec.CodecError):
+        reader.pop()

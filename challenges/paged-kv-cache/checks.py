@@ -1,0 +1,247 @@
+"""Checks for the paged-kv-cache challenge: directed checks per operation, then Hypothesis stateful
+testing (a RuleBasedStateMachine) that runs random allocate/append/fork/free programs against the
+submission and against the reference cache as the model, comparing contents and the exact number
+of free blocks after every step."""
+
+from __future__ import annotations
+
+import hypothesis
+import torch
+from hypothesis import HealthCheck, Phase, given, note, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    get_state_machine_test,
+    invariant,
+    precondition,
+    rule,
+)
+from inferview.graders import strategies as gs
+from inferview.graders.api import CheckFailed, Ctx, check, expect_equal, expect_raises
+from inferview.reference.paged_kv_cache import PagedKVCache
+
+HKV, D = 2, 4
+
+
+def _kv(t: int, seed: int, device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    return gs.tensor((HKV, t, D), seed, device=device), gs.tensor((HKV, t, D), seed + 1, device=device)
+
+
+def _new(ctx: Ctx, num_blocks: int, block_size: int):
+    return ctx.sub.new("PagedKVCache", num_blocks, HKV, D, block_size=block_size,
+                       dtype=torch.float32, device=ctx.device)
+
+
+def _expect_same(ctx: Ctx, sub, model: PagedKVCache, seq_id: int, when: str) -> None:
+    expect_equal(sub.call("seq_len", seq_id), model.seq_len(seq_id), what=f"seq_len({seq_id}) {when}")
+    got = sub.call("gather", seq_id)
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        raise CheckFailed(f"gather must return (keys, values), got {type(got).__name__}")
+    want_k, want_v = model.gather(seq_id)
+    expect_equal(got[0], want_k.to(ctx.device), what=f"keys gathered for sequence {seq_id} {when}")
+    expect_equal(got[1], want_v.to(ctx.device), what=f"values gathered for sequence {seq_id} {when}")
+
+
+def _expect_free(sub, model: PagedKVCache, when: str) -> None:
+    expect_equal(sub.get("num_free_blocks"), model.num_free_blocks, what=f"num_free_blocks {when}")
+
+
+@check("append then gather returns every token", hint="Token p is in block table[p // block_size], "
+       "slot p % block_size; gather reads them back in order.")
+@given(block_size=st.sampled_from([1, 4, 16]), chunks=st.lists(st.integers(1, 20), min_size=1, max_size=4),
+       seed=gs.seeds())
+def append_gather(ctx: Ctx, block_size: int, chunks: list[int], seed: int) -> None:
+    note(f"block_size={block_size}, appends of t_new={chunks}, seed={seed}")
+    blocks = -(-sum(chunks) // block_size) + 2
+    sub, model = _new(ctx, blocks, block_size), PagedKVCache(blocks, HKV, D, block_size)
+    sub.call("allocate", 5)
+    model.allocate(5)
+    _expect_same(ctx, sub, model, 5, "after allocate")
+    for i, t in enumerate(chunks):
+        k, v = _kv(t, seed + 2 * i, ctx.device)
+        sub.call("append", 5, k, v)
+        model.append(5, k.cpu(), v.cpu())
+        _expect_same(ctx, sub, model, 5, f"after append #{i + 1}")
+
+
+@check("blocks are claimed lazily: ceil(n / block_size) per sequence", hint="allocate claims nothing; "
+       "append claims a block only when the last one is full.")
+@given(block_size=st.sampled_from([2, 4, 16]), chunks=st.lists(st.integers(1, 9), min_size=1, max_size=4),
+       seed=gs.seeds())
+def lazy_blocks(ctx: Ctx, block_size: int, chunks: list[int], seed: int) -> None:
+    note(f"block_size={block_size}, appends of t_new={chunks}")
+    sub, model = _new(ctx, 12, block_size), PagedKVCache(12, HKV, D, block_size)
+    for sid in (0, 1):
+        sub.call("allocate", sid)
+        model.allocate(sid)
+    _expect_free(sub, model, "after allocating two empty sequences")
+    for i, t in enumerate(chunks):
+        if -(-(model.seq_len(i % 2) + t) // block_size) - len(model.block_table(i % 2)) > model.num_free_blocks:
+            break
+        k, v = _kv(t, seed + i, ctx.device)
+        sub.call("append", i % 2, k, v)
+        model.append(i % 2, k.cpu(), v.cpu())
+        _expect_free(sub, model, f"after append #{i + 1} ({t} tokens to sequence {i % 2})")
+        table = sub.call("block_table", i % 2)
+        expect_equal(len(table), len(model.block_table(i % 2)), what=f"blocks owned by sequence {i % 2}")
+
+
+@check("fork shares blocks and copy-on-write keeps the sequences apart", hint="fork copies the block "
+       "table and bumps reference counts. Before writing into a partly filled block whose count is "
+       "above one, copy it to a fresh block for the writing sequence only.")
+@given(block_size=st.sampled_from([2, 4]), prefix=st.integers(1, 9), t_a=st.integers(1, 5),
+       t_b=st.integers(1, 5), seed=gs.seeds())
+def fork_cow(ctx: Ctx, block_size: int, prefix: int, t_a: int, t_b: int, seed: int) -> None:
+    note(f"block_size={block_size}; sequence 0 gets {prefix} tokens, fork 0 -> 1, then append {t_a} to 1 "
+         f"and {t_b} to 0")
+    sub, model = _new(ctx, 16, block_size), PagedKVCache(16, HKV, D, block_size)
+    sub.call("allocate", 0)
+    model.allocate(0)
+    k, v = _kv(prefix, seed, ctx.device)
+    sub.call("append", 0, k, v)
+    model.append(0, k.cpu(), v.cpu())
+    sub.call("fork", 0, 1)
+    model.fork(0, 1)
+    _expect_free(sub, model, "after fork (a fork claims no block)")
+    _expect_same(ctx, sub, model, 1, "after fork")
+    for sid, t, s in ((1, t_a, seed + 10), (0, t_b, seed + 20)):
+        k, v = _kv(t, s, ctx.device)
+        sub.call("append", sid, k, v)
+        model.append(sid, k.cpu(), v.cpu())
+        for other in (0, 1):
+            _expect_same(ctx, sub, model, other, f"after appending {t} tokens to sequence {sid}")
+        _expect_free(sub, model, f"after appending {t} tokens to sequence {sid}")
+
+
+@check("free keeps blocks that another sequence still shares", hint="Decrement each block's reference "
+       "count; only a block whose count reaches zero goes back to the free list.")
+@given(block_size=st.sampled_from([2, 4]), prefix=st.integers(1, 9), more=st.integers(1, 6), seed=gs.seeds())
+def free_shared(ctx: Ctx, block_size: int, prefix: int, more: int, seed: int) -> None:
+    note(f"block_size={block_size}; sequence 0 gets {prefix} tokens, fork 0 -> 1, free 0, "
+         f"then sequence 2 takes {more} tokens")
+    sub, model = _new(ctx, 10, block_size), PagedKVCache(10, HKV, D, block_size)
+    for op, args in (("allocate", (0,)), ("append", (0, *_kv(prefix, seed, ctx.device))), ("fork", (0, 1)),
+                     ("free", (0,)), ("allocate", (2,)), ("append", (2, *_kv(more, seed + 5, ctx.device)))):
+        sub.call(op, *args)
+        getattr(model, op)(*[a.cpu() if isinstance(a, torch.Tensor) else a for a in args])
+        _expect_free(sub, model, f"after {op}{args[:1]}")
+    _expect_same(ctx, sub, model, 1, "after its parent was freed and its blocks could be reused")
+    _expect_same(ctx, sub, model, 2, "at the end")
+
+
+@check("a failed call changes nothing", hint="Compute how many blocks the append needs (copy-on-write "
+       "included) and raise RuntimeError before claiming or writing anything; unknown or duplicate ids "
+       "and wrong shapes raise ValueError.")
+@given(block_size=st.sampled_from([2, 4]), fill=st.integers(1, 8), extra=st.integers(1, 8), seed=gs.seeds())
+def failures(ctx: Ctx, block_size: int, fill: int, extra: int, seed: int) -> None:
+    num_blocks = 3
+    fill = min(fill, num_blocks * block_size)
+    note(f"block_size={block_size}, {num_blocks} blocks; sequence 0 gets {fill} tokens, then sequence 1 asks "
+         f"for {num_blocks * block_size - fill + extra + block_size}")
+    sub, model = _new(ctx, num_blocks, block_size), PagedKVCache(num_blocks, HKV, D, block_size)
+    sub.call("allocate", 0)
+    model.allocate(0)
+    k, v = _kv(fill, seed, ctx.device)
+    sub.call("append", 0, k, v)
+    model.append(0, k.cpu(), v.cpu())
+    sub.call("allocate", 1)
+    model.allocate(1)
+    big = num_blocks * block_size - fill + extra + block_size
+    k, v = _kv(big, seed + 3, ctx.device)
+    with expect_raises(ctx, "RuntimeError", what=f"append of {big} tokens with {model.num_free_blocks} free blocks"):
+        sub.call("append", 1, k, v)
+    _expect_free(sub, model, "after the rejected append")
+    _expect_same(ctx, sub, model, 1, "after the rejected append")
+    _expect_same(ctx, sub, model, 0, "after another sequence's rejected append")
+    with expect_raises(ctx, "ValueError", what="allocate of an id that exists"):
+        sub.call("allocate", 0)
+    with expect_raises(ctx, "ValueError", what="append to an unknown id"):
+        sub.call("append", 7, *_kv(1, seed, ctx.device))
+    with expect_raises(ctx, "ValueError", what="fork from an unknown id"):
+        sub.call("fork", 7, 8)
+    with expect_raises(ctx, "ValueError", what="fork onto an id that exists"):
+        sub.call("fork", 0, 1)
+    bad = gs.tensor((HKV + 1, 1, D), seed, device=ctx.device)
+    with expect_raises(ctx, "ValueError", what=f"append of k with {HKV + 1} heads into a {HKV}-head cache"):
+        sub.call("append", 0, bad, bad)
+    _expect_free(sub, model, "after the rejected calls")
+    _expect_same(ctx, sub, model, 0, "after the rejected calls")
+
+
+def _program(ctx: Ctx, num_blocks: int, block_size: int) -> type[RuleBasedStateMachine]:
+    """A state machine whose every step runs on the submission and on the model."""
+
+    class PagedProgram(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.sub = _new(ctx, num_blocks, block_size)
+            self.model = PagedKVCache(num_blocks, HKV, D, block_size)
+            self.next_id = 0
+            self.seed = 0
+            self.steps: list[str] = []
+
+        def _do(self, text: str, op: str, *args) -> None:
+            self.steps.append(text)
+            margs = [a.cpu() if isinstance(a, torch.Tensor) else a for a in args]
+            try:
+                getattr(self.model, op)(*margs)
+            except RuntimeError:
+                with expect_raises(ctx, "RuntimeError", what=f"{text} with too few free blocks"):
+                    self.sub.call(op, *args)
+                return
+            self.sub.call(op, *args)
+
+        @rule()
+        def allocate(self) -> None:
+            self._do(f"allocate({self.next_id})", "allocate", self.next_id)
+            self.next_id += 1
+
+        @precondition(lambda self: self.model.tables)
+        @rule(data=st.data(), t=st.integers(1, 2 * block_size + 1))
+        def append(self, data, t: int) -> None:
+            sid = data.draw(st.sampled_from(sorted(self.model.tables)), label="seq_id")
+            self.seed += 2
+            k, v = _kv(t, self.seed, ctx.device)
+            self._do(f"append({sid}, {t} tokens)", "append", sid, k, v)
+
+        @precondition(lambda self: self.model.tables)
+        @rule(data=st.data())
+        def fork(self, data) -> None:
+            src = data.draw(st.sampled_from(sorted(self.model.tables)), label="src_id")
+            self._do(f"fork({src}, {self.next_id})", "fork", src, self.next_id)
+            self.next_id += 1
+
+        @precondition(lambda self: self.model.tables)
+        @rule(data=st.data())
+        def free(self, data) -> None:
+            sid = data.draw(st.sampled_from(sorted(self.model.tables)), label="seq_id")
+            self._do(f"free({sid})", "free", sid)
+
+        @invariant()
+        def same_state(self) -> None:
+            if not self.steps:
+                return
+            when = "after " + "; ".join(self.steps)
+            try:
+                _expect_free(self.sub, self.model, when)
+                for sid in sorted(self.model.tables):
+                    _expect_same(ctx, self.sub, self.model, sid, when)
+            except CheckFailed as exc:
+                raise CheckFailed(f"{exc}\n  (block_size={block_size}, {num_blocks} blocks)") from None
+
+    return PagedProgram
+
+
+@check("random programs of allocate/append/fork/free match the model (stateful)", hint="Compare your "
+       "bookkeeping with the rules: blocks claimed lazily, fork shares, copy-on-write only for a partly "
+       "filled shared last block, free releases a block when its last owner goes.")
+def stateful(ctx: Ctx) -> None:
+    """Hypothesis stateful testing, seeded from the run's seed so --seed replays it."""
+    for block_size, num_blocks in ((2, 8), (4, 6)):
+        test = get_state_machine_test(
+            _program(ctx, num_blocks, block_size),
+            settings=settings(max_examples=12, stateful_step_count=10, deadline=None, database=None,
+                              suppress_health_check=list(HealthCheck),
+                              phases=[Phase.explicit, Phase.generate, Phase.shrink]),
+        )
+        hypothesis.seed(ctx.seed + block_size)(test)()

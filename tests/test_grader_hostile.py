@@ -169,6 +169,7 @@ def test_monkeypatching_cannot_turn_a_wrong_answer_into_a_pass() -> None:
 @pytest.mark.parametrize("name", sorted(n for n, c in CASES.items() if c[2]))
 def test_golden_results(name: str) -> None:
     result, _ = run_case(name)
+    assert result.verdict == CASES[name][0], "never record a golden file with the wrong verdict"
     path = GOLDEN / f"{name}.json"
     data = masked(result)
     if os.environ.get("INFERVIEW_REGEN_GOLDEN") == "1":

@@ -1,5 +1,6 @@
 """Imports a module that does not exist."""
 import torch
+import flash_attn_not_installed_anywhere  # noqa: F401 - the point of this file
 
 
 def scale(x, factor):

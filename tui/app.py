@@ -30,9 +30,8 @@ class InitialChallenge:
     """Edit this file instead of the workspace's ``solution.py``."""
 
 
-STYLESHEETS = ["app.tcss", "home.tcss", "practice.tcss", "challenge.tcss", "calculator.tcss", "stats.tcss",
-               "mock.tcss"]
-"""One stylesheet per screen (``mock.tcss`` belongs to the mock-interview screen)."""
+STYLESHEETS = ["app.tcss", "home.tcss", "practice.tcss", "challenge.tcss", "calculator.tcss", "stats.tcss"]
+"""One stylesheet per screen (the mock-interview screen brings its own through its ``CSS_PATH``)."""
 
 
 def _lazy(module: str, name: str) -> Callable[[], Screen]:
@@ -61,10 +60,13 @@ class InferviewApp(App[None]):
     ]
     ENABLE_COMMAND_PALETTE = False
 
-    def __init__(self, services: Services | None = None, initial: InitialChallenge | None = None) -> None:
+    def __init__(self, services: Services | None = None, initial: InitialChallenge | None = None,
+                 mock: dict[str, Any] | None = None) -> None:
         super().__init__()
         self.services = services or Services()
         self.initial = initial
+        self.initial_mock = mock
+        """Keyword arguments for ``MockScreen`` to open on start (``inferview mock``)."""
 
     def get_default_screen(self) -> Screen:
         from inferview.tui.screens.home import HomeScreen
@@ -74,6 +76,10 @@ class InferviewApp(App[None]):
     def on_mount(self) -> None:
         if self.initial is not None:
             self.open_challenge(self.initial.challenge_id, self.initial.file)
+        elif self.initial_mock is not None:
+            from inferview.tui.screens.mock import MockScreen
+
+            self.push_screen(MockScreen(**self.initial_mock))
 
     def action_help(self) -> None:
         """Show the help screen (unless it is already showing)."""
@@ -106,6 +112,7 @@ def create_app(
     clock: Callable[[], datetime] | None = None,
     editor_command: str | None = None,
     initial: InitialChallenge | None = None,
+    mock: dict[str, Any] | None = None,
 ) -> InferviewApp:
     """Build the app; every argument is injectable so tests run isolated and deterministic."""
     services = Services(
@@ -115,9 +122,10 @@ def create_app(
         clock=clock or utc_now,
         editor_command=editor_command,
     )
-    return InferviewApp(services, initial)
+    return InferviewApp(services, initial, mock)
 
 
-def run_app(initial: InitialChallenge | None = None) -> None:
-    """Run the app in the terminal (the bare ``inferview`` command)."""
-    create_app(initial=initial).run()
+def run_app(initial: InitialChallenge | None = None, mock: dict[str, Any] | None = None) -> None:
+    """Run the app in the terminal: Home (the bare ``inferview`` command), one challenge
+    (``inferview challenge``) or a mock interview (``inferview mock``: ``MockScreen`` keywords)."""
+    create_app(initial=initial, mock=mock).run()

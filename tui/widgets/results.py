@@ -87,6 +87,9 @@ class ResultsPanel(VerticalScroll):
     ResultsPanel > .check {
         margin-bottom: 1;
     }
+    ResultsPanel > .check.passed {
+        margin-bottom: 0;
+    }
     ResultsPanel > .empty {
         color: $text-muted;
     }
@@ -117,6 +120,7 @@ class ResultsPanel(VerticalScroll):
             widgets.append(Static(Text(str(result["message"])), classes="check"))
         # failing checks first: they are what the user needs to read
         order = sorted(checks, key=lambda c: c.get("status") == "passed")
-        widgets += [Static(check_renderable(c), classes="check") for c in order]
+        widgets += [Static(check_renderable(c), classes="check passed" if c.get("status") == "passed" else "check")
+                    for c in order]
         self.mount_all(widgets)
         self.scroll_home(animate=False)

@@ -540,7 +540,7 @@ def _describe_example(example: dict[str, Any]) -> str:
 def _run_one(fn: Callable[..., Any], info: CheckInfo, ctx: Ctx, hseed: int,
              remaining: float) -> CheckResult:
     from hypothesis import HealthCheck, Phase, Verbosity, settings
-    from hypothesis.errors import Flaky
+    from hypothesis.errors import Flaky, HypothesisException
     from hypothesis.internal.conjecture import engine as hengine
     from hypothesis.reporting import with_reporter
 
@@ -596,6 +596,10 @@ def _run_one(fn: Callable[..., Any], info: CheckInfo, ctx: Ctx, hseed: int,
             msg + "\n(the same input gave a different outcome when repeated: the solution's "
             "answers depend on earlier calls; does it cache or keep state between calls?)",
             _format_counterexample(first or exc, ctx, fn.__name__, ctx.seed), info.hint)
+    except HypothesisException as exc:  # the check's own strategies failed: not the solution's fault
+        result = CheckResult(info.name, "error",
+                             f"internal error in the check (please report it): "
+                             f"{type(exc).__name__}: {exc}")
     except Exception as exc:  # noqa: BLE001 - the check could not use what the solution returned
         result = CheckResult(
             info.name, "failed",

@@ -71,14 +71,14 @@ def _run(ctx: Ctx, c, sm_scale=None) -> None:
         raise CheckFailed(f"{what}: {line}")
 
 
-@check("MHA (num_kv_heads == num_heads) matches float64", hint="Scores q k^T * (1/sqrt(head_dim)), "
+@check("MHA (num_kv_heads == num_heads) matches float64", max_examples=10, hint="Scores q k^T * (1/sqrt(head_dim)), "
        "softmax over the keys, then weight the values.")
 @given(case=gqa_cases(layout="mha", causal=False))
 def mha(ctx: Ctx, case) -> None:
     _run(ctx, case)
 
 
-@check("grouped heads: query head h reads kv head h // group", hint="Heads 0..G-1 share kv head 0. "
+@check("grouped heads: query head h reads kv head h // group", max_examples=10, hint="Heads 0..G-1 share kv head 0. "
        "repeat_interleave(G, dim=1) gives that layout; repeat(1, G, 1, 1) gives h % num_kv_heads.")
 @given(case=gqa_cases(layout="gqa", causal=False))
 @example(case={"batch": 1, "num_heads": 4, "num_kv_heads": 2, "seq_q": 1, "seq_k": 1, "head_dim": 4,
@@ -87,14 +87,14 @@ def gqa(ctx: Ctx, case) -> None:
     _run(ctx, case)
 
 
-@check("MQA: one kv head shared by every query head", hint="With num_kv_heads == 1 every query head "
+@check("MQA: one kv head shared by every query head", max_examples=10, hint="With num_kv_heads == 1 every query head "
        "reads the same keys and values.")
 @given(case=gqa_cases(layout="mqa", causal=False))
 def mqa(ctx: Ctx, case) -> None:
     _run(ctx, case)
 
 
-@check("causal mask is aligned bottom-right (prefill, decode, chunks)", hint="The queries are the last seq_q "
+@check("causal mask is aligned bottom-right (prefill, decode, chunks)", max_examples=10, hint="The queries are the last seq_q "
        "positions: key j is visible to query i iff j <= i + seq_k - seq_q.")
 @given(case=gqa_cases(causal=True, decode=True))
 @example(case={"batch": 1, "num_heads": 1, "num_kv_heads": 1, "seq_q": 1, "seq_k": 2, "head_dim": 4,
@@ -105,21 +105,21 @@ def causal_offsets(ctx: Ctx, case) -> None:
     _run(ctx, case)
 
 
-@check("an explicit sm_scale is used", hint="Only sm_scale=None means 1/sqrt(head_dim).")
+@check("an explicit sm_scale is used", max_examples=10, hint="Only sm_scale=None means 1/sqrt(head_dim).")
 @given(case=gqa_cases(), sm_scale=st.sampled_from([0.1, 0.7, 3.0]))
 def custom_scale(ctx: Ctx, case, sm_scale: float) -> None:
     note(f"sm_scale={sm_scale}")
     _run(ctx, case, sm_scale=sm_scale)
 
 
-@check("float16 and bfloat16 inputs give a result in the same dtype", hint="Compute in float32 and "
+@check("float16 and bfloat16 inputs give a result in the same dtype", max_examples=10, hint="Compute in float32 and "
        "cast the output back with .to(q.dtype).")
 @given(case=gqa_cases(dtype=st.sampled_from([torch.bfloat16, torch.float16])))
 def half_precision(ctx: Ctx, case) -> None:
     _run(ctx, case)
 
 
-@check("stays finite for large scores", hint="Subtract each row's maximum before exp (torch.softmax "
+@check("stays finite for large scores", max_examples=10, hint="Subtract each row's maximum before exp (torch.softmax "
        "does): exp of a score above ~89 is inf in float32.")
 @given(case=gqa_cases(scale=30.0))
 def large_logits(ctx: Ctx, case) -> None:

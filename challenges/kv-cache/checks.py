@@ -65,7 +65,7 @@ def _expect_attention(got, q, k, v, what: str) -> None:
         raise CheckFailed(f"{what}: max error {err:.3g} against float64, baseline {err_base:.3g}")
 
 
-@check("update returns every cached token", hint="Return the whole cache up to seq_len (new tokens "
+@check("update returns every cached token", max_examples=10, hint="Return the whole cache up to seq_len (new tokens "
        "included), not just the slice you were given.")
 @given(case=cache_cases())
 @example(case=(1, 1, 4, 3, [1, 1, 1], 0))
@@ -87,7 +87,7 @@ def update_returns_everything(ctx: Ctx, case) -> None:
         expect_equal(cache.get("seq_len"), sum(chunks[: i + 1]), what=f"seq_len after update #{i + 1}")
 
 
-@check("a rejected update leaves the cache unchanged", hint="Validate the shape and the capacity "
+@check("a rejected update leaves the cache unchanged", max_examples=10, hint="Validate the shape and the capacity "
        "before you write or move anything; raise ValueError and leave seq_len where it was.")
 @given(case=cache_cases(), extra=st.integers(1, 3))
 def rejected_update(ctx: Ctx, case, extra) -> None:
@@ -113,7 +113,7 @@ def rejected_update(ctx: Ctx, case, extra) -> None:
     expect_close(got_v, torch.cat([v1, v2], 2), what="values after filling the cache exactly")
 
 
-@check("reset empties the cache", hint="After reset, seq_len is 0 and the next update starts at position 0.")
+@check("reset empties the cache", max_examples=10, hint="After reset, seq_len is 0 and the next update starts at position 0.")
 @given(case=cache_cases())
 def reset_empties(ctx: Ctx, case) -> None:
     b, h, d, max_len, chunks, seed = case
@@ -128,7 +128,7 @@ def reset_empties(ctx: Ctx, case) -> None:
     expect_close(got_v, v2, what="values returned by the first update after reset")
 
 
-@check("cached_attention on a prefill", hint="Plain causal attention: scores q k^T / sqrt(head_dim), "
+@check("cached_attention on a prefill", max_examples=10, hint="Plain causal attention: scores q k^T / sqrt(head_dim), "
        "mask keys after the query, softmax over keys, weight the values.")
 @given(case=attention_cases())
 def prefill(ctx: Ctx, case) -> None:
@@ -136,7 +136,7 @@ def prefill(ctx: Ctx, case) -> None:
     _expect_attention(ctx.sub.call("cached_attention", q, k, v), q, k, v, "cached_attention output")
 
 
-@check("causal mask is aligned bottom-right (decode and chunked prefill)", hint="Query i sits at "
+@check("causal mask is aligned bottom-right (decode and chunked prefill)", max_examples=10, hint="Query i sits at "
        "position seq_len - t_new + i: key j is visible when j <= i + (seq_len - t_new). A top-left "
        "tril is right only when t_new == seq_len.")
 @given(case=attention_cases(decode=True))
@@ -146,7 +146,7 @@ def decode_offsets(ctx: Ctx, case) -> None:
     _expect_attention(ctx.sub.call("cached_attention", q, k, v), q, k, v, "cached_attention output")
 
 
-@check("grouped-query heads read kv head h // group", hint="With G = num_heads // num_kv_heads, query "
+@check("grouped-query heads read kv head h // group", max_examples=10, hint="With G = num_heads // num_kv_heads, query "
        "heads 0..G-1 share kv head 0, G..2G-1 share kv head 1: repeat_interleave, not repeat.")
 @given(case=attention_cases(groups=(2, 4), decode=True))
 def grouped_heads(ctx: Ctx, case) -> None:
@@ -154,7 +154,7 @@ def grouped_heads(ctx: Ctx, case) -> None:
     _expect_attention(ctx.sub.call("cached_attention", q, k, v), q, k, v, "cached_attention output")
 
 
-@check("stays finite for large scores", hint="exp overflows float32 past ~88: subtract each row's "
+@check("stays finite for large scores", max_examples=10, hint="exp overflows float32 past ~88: subtract each row's "
        "maximum score before exponentiating (torch.softmax does this for you).")
 @given(case=attention_cases(groups=(1, 2), decode=True))
 def large_logits(ctx: Ctx, case) -> None:

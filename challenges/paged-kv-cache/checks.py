@@ -46,7 +46,7 @@ def _expect_free(sub, model: PagedKVCache, when: str) -> None:
     expect_equal(sub.get("num_free_blocks"), model.num_free_blocks, what=f"num_free_blocks {when}")
 
 
-@check("append then gather returns every token", hint="Token p is in block table[p // block_size], "
+@check("append then gather returns every token", max_examples=10, hint="Token p is in block table[p // block_size], "
        "slot p % block_size; gather reads them back in order.")
 @given(block_size=st.sampled_from([1, 4, 16]), chunks=st.lists(st.integers(1, 20), min_size=1, max_size=4),
        seed=gs.seeds())
@@ -64,7 +64,7 @@ def append_gather(ctx: Ctx, block_size: int, chunks: list[int], seed: int) -> No
         _expect_same(ctx, sub, model, 5, f"after append #{i + 1}")
 
 
-@check("blocks are claimed lazily: ceil(n / block_size) per sequence", hint="allocate claims nothing; "
+@check("blocks are claimed lazily: ceil(n / block_size) per sequence", max_examples=10, hint="allocate claims nothing; "
        "append claims a block only when the last one is full.")
 @given(block_size=st.sampled_from([2, 4, 16]), chunks=st.lists(st.integers(1, 9), min_size=1, max_size=4),
        seed=gs.seeds())
@@ -86,7 +86,7 @@ def lazy_blocks(ctx: Ctx, block_size: int, chunks: list[int], seed: int) -> None
         expect_equal(len(table), len(model.block_table(i % 2)), what=f"blocks owned by sequence {i % 2}")
 
 
-@check("fork shares blocks and copy-on-write keeps the sequences apart", hint="fork copies the block "
+@check("fork shares blocks and copy-on-write keeps the sequences apart", max_examples=10, hint="fork copies the block "
        "table and bumps reference counts. Before writing into a partly filled block whose count is "
        "above one, copy it to a fresh block for the writing sequence only.")
 @given(block_size=st.sampled_from([2, 4]), prefix=st.integers(1, 9), t_a=st.integers(1, 5),
@@ -113,7 +113,7 @@ def fork_cow(ctx: Ctx, block_size: int, prefix: int, t_a: int, t_b: int, seed: i
         _expect_free(sub, model, f"after appending {t} tokens to sequence {sid}")
 
 
-@check("free keeps blocks that another sequence still shares", hint="Decrement each block's reference "
+@check("free keeps blocks that another sequence still shares", max_examples=10, hint="Decrement each block's reference "
        "count; only a block whose count reaches zero goes back to the free list.")
 @given(block_size=st.sampled_from([2, 4]), prefix=st.integers(1, 9), more=st.integers(1, 6), seed=gs.seeds())
 def free_shared(ctx: Ctx, block_size: int, prefix: int, more: int, seed: int) -> None:
@@ -129,7 +129,7 @@ def free_shared(ctx: Ctx, block_size: int, prefix: int, more: int, seed: int) ->
     _expect_same(ctx, sub, model, 2, "at the end")
 
 
-@check("a failed call changes nothing", hint="Compute how many blocks the append needs (copy-on-write "
+@check("a failed call changes nothing", max_examples=10, hint="Compute how many blocks the append needs (copy-on-write "
        "included) and raise RuntimeError before claiming or writing anything; unknown or duplicate ids "
        "and wrong shapes raise ValueError.")
 @given(block_size=st.sampled_from([2, 4]), fill=st.integers(1, 8), extra=st.integers(1, 8), seed=gs.seeds())

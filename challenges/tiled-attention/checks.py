@@ -70,14 +70,14 @@ def _run(ctx: Ctx, c, sm_scale=None):
     return q, k, v
 
 
-@check("matches float64 (non-causal)", hint="Running max m, sum l and accumulator acc per query row; "
+@check("matches float64 (non-causal)", max_examples=10, hint="Running max m, sum l and accumulator acc per query row; "
        "o = acc / l at the end.")
 @given(case=tiled_cases(causal=False))
 def non_causal(ctx: Ctx, case) -> None:
     _run(ctx, case)
 
 
-@check("any block size, including 1 and a partial last block", hint="Slice k[:, :, j0:j0 + block_size] "
+@check("any block size, including 1 and a partial last block", max_examples=10, hint="Slice k[:, :, j0:j0 + block_size] "
        "for j0 in range(0, seq_k, block_size): the last slice is simply shorter.")
 @given(case=tiled_cases(causal=False, max_len=23))
 @example(case={"batch": 1, "heads": 1, "seq_q": 2, "seq_k": 5, "head_dim": 4, "causal": False,
@@ -86,7 +86,7 @@ def block_sizes(ctx: Ctx, case) -> None:
     _run(ctx, case)
 
 
-@check("rescales the running sums when the maximum grows", hint="Multiply l and acc by "
+@check("rescales the running sums when the maximum grows", max_examples=10, hint="Multiply l and acc by "
        "exp(m - m_new) before adding a block whose scores exceed everything seen so far.")
 @given(case=tiled_cases(causal=False, max_len=40), grow=st.booleans())
 def rescaling(ctx: Ctx, case, grow: bool) -> None:
@@ -97,7 +97,7 @@ def rescaling(ctx: Ctx, case, grow: bool) -> None:
     _run(ctx, case)
 
 
-@check("causal mask is aligned bottom-right", hint="Query i is at absolute position i + seq_k - seq_q "
+@check("causal mask is aligned bottom-right", max_examples=10, hint="Query i is at absolute position i + seq_k - seq_q "
        "and sees key j iff j <= that position.")
 @given(case=tiled_cases(causal=True))
 @example(case={"batch": 1, "heads": 1, "seq_q": 1, "seq_k": 4, "head_dim": 4, "causal": True,
@@ -106,14 +106,14 @@ def causal_bottom_right(ctx: Ctx, case) -> None:
     _run(ctx, case)
 
 
-@check("an explicit sm_scale is used", hint="Only sm_scale=None means 1/sqrt(head_dim).")
+@check("an explicit sm_scale is used", max_examples=10, hint="Only sm_scale=None means 1/sqrt(head_dim).")
 @given(case=tiled_cases(), sm_scale=st.sampled_from([0.1, 2.0]))
 def custom_scale(ctx: Ctx, case, sm_scale: float) -> None:
     note(f"sm_scale={sm_scale}")
     _run(ctx, case, sm_scale=sm_scale)
 
 
-@check("stays finite for large scores", hint="exp of a score in the hundreds is inf in float32: "
+@check("stays finite for large scores", max_examples=10, hint="exp of a score in the hundreds is inf in float32: "
        "subtract the running maximum inside every exp.")
 @given(case=tiled_cases(scale=30.0))
 def large_logits(ctx: Ctx, case) -> None:

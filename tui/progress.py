@@ -28,21 +28,21 @@ class TopicRow:
     mastery: float
 
 
-def retrievability(card_json: str, now: datetime) -> float:
-    """Probability (0..1) of recalling a card at ``now`` under FSRS; 0 for an unreadable card."""
-    try:
-        from inferview.practice import scheduler
+_SCHEDULER: Any = None
 
-        fn = getattr(scheduler, "retrievability", None)
-        if fn is not None:
-            return float(fn(card_json, now))
-    except ImportError:
-        pass
+
+def retrievability(card_json: str, now: datetime) -> float:
+    """Probability (0..1) of recalling a card at ``now`` under FSRS; 0 for an unreadable card.
+
+    Cards are ``fsrs.Card`` JSON, as ``inferview.practice.scheduler`` stores them; retrievability
+    depends only on the card's stability and the model's decay, not on the desired retention."""
+    global _SCHEDULER
     try:
         import fsrs
 
-        card = fsrs.Card.from_json(card_json)
-        return float(fsrs.Scheduler().get_card_retrievability(card, now))
+        if _SCHEDULER is None:
+            _SCHEDULER = fsrs.Scheduler()
+        return float(_SCHEDULER.get_card_retrievability(fsrs.Card.from_json(card_json), now))
     except Exception:  # noqa: BLE001 - a card we cannot read counts as not remembered
         return 0.0
 

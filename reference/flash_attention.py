@@ -38,16 +38,24 @@ if not torch.cuda.is_available():
 
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
-
-if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0") and type(tl.max).__name__ == "JITFunction":
-    # tl.max and friends are themselves @triton.jit functions: if triton was imported before the
-    # variable was set they were compiled-mode objects and every interpreted kernel would fail.
-    raise ImportError("Triton was imported before TRITON_INTERPRET=1 was set; set TRITON_INTERPRET=1 "
-                      "in the environment (or import this module before anything imports triton)")
 from inferview.reference.attention import attention  # noqa: E402
 
 LOG2E = 1.4426950408889634  # log2(e): exp(x) == exp2(x * log2(e))
 HEAD_DIMS = (16, 32, 64, 128)
+
+
+# Row reductions through tl.reduce with combine functions defined here (and tl.full, not tl.zeros):
+# tl.max, tl.sum and tl.zeros are themselves @triton.jit functions, fixed in compiled mode if anything
+# imported triton before TRITON_INTERPRET was set; the interpreter cannot call those. Ours follow this
+# module's mode.
+@triton.jit
+def _max_combine(a, b):
+    return tl.maximum(a, b)
+
+
+@triton.jit
+def _sum_combine(a, b):
+    return a + b
 
 
 @triton.jit
@@ -87,8 +95,8 @@ def flash_attention_kernel(
     v_base = v_ptr + b * stride_vb + h * stride_vh
 
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)  # running max of scores (base 2)
-    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)  # running sum of exp2(s - m)
-    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)  # running sum of exp2(s - m) v
+    l_i = tl.full([BLOCK_M], 0.0, dtype=tl.float32)  # running sum of exp2(s - m)
+    acc = tl.full([BLOCK_M, HEAD_DIM], 0.0, dtype=tl.float32)  # running sum of exp2(s - m) v
 
     offset = seq_k - seq_q  # bottom-right alignment: query i is at absolute position i + offset
     if CAUSAL:
@@ -109,10 +117,10 @@ def flash_attention_kernel(
         s = tl.where(valid, s, float("-inf"))
 
         # Every row sees key 0 in the first block (Tq <= Tk when causal), so m_new is finite.
-        m_new = tl.maximum(m_i, tl.max(s, 1))  # m' = max(m, max_j s_j)
+        m_new = tl.maximum(m_i, tl.reduce(s, 1, _max_combine))  # m' = max(m, max_j s_j)
         alpha = tl.exp2(m_i - m_new)  # rescale the old sums: 2^(m - m')
         p = tl.exp2(s - m_new[:, None])  # (BM, BN); masked entries give 2^-inf = 0
-        l_i = l_i * alpha + tl.sum(p, 1)  # l' = 2^(m - m') l + sum_j 2^(s_j - m')
+        l_i = l_i * alpha + tl.reduce(p, 1, _sum_combine)  # l' = 2^(m - m') l + sum_j 2^(s_j - m')
 
         v_ptrs = v_base + offs_kn[:, None] * stride_vn + offs_d[None, :] * stride_vd  # (BN, D)
         v = tl.load(v_ptrs, mask=mask_n[:, None], other=0.0)

@@ -125,3 +125,22 @@ def _sdpa_mask(tq, tk, causal):
     from inferview.reference.attention import causal_mask
 
     return causal_mask(tq, tk, "cuda")
+
+
+@pytest.mark.skipif(CUDA, reason="the interpreter path only")
+def test_kernel_works_when_triton_was_imported_first():
+    """tl.max/tl.sum/tl.zeros are jit'd in compiled mode if triton is imported before the variable
+    is set (as in a pytest session); the kernel must not depend on them."""
+    import subprocess
+    import sys
+
+    code = ("import os; os.environ.pop('TRITON_INTERPRET', None)\n"
+            "import triton, torch\n"
+            "from inferview.reference.flash_attention import flash_attention\n"
+            "from inferview.reference.attention import attention_fp64\n"
+            "q = torch.randn(1, 1, 20, 16); k = torch.randn(1, 1, 40, 16)\n"
+            "err = (flash_attention(q, k, k, causal=True).double() - attention_fp64(q, k, k, causal=True)).abs().max()\n"
+            "assert err < 1e-5, err\n")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "TRITON_INTERPRET"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]

@@ -270,6 +270,45 @@ def _make_dispatch_mode(torch: Any) -> Any:
     return Guard
 
 
+def _global_names(code: types.CodeType) -> set[str]:
+    """Global names a code object (and the functions nested in it) may read."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
+
+
+def _opaque_function(source: str, name: str) -> Any:
+    """A grader-supplied function (e.g. a speculative ``step``) handed to the submission without
+    what would give its identity away: it is named ``step``, its source is not on disk, and its
+    module holds only the globals it needs, so a submission cannot find a sibling (the correct
+    step) or read the function's name to tell which wrong step it was given."""
+    mod = types.ModuleType("_grader_helper")
+    mod.__file__ = "<grader>"
+    exec(compile(source, "<grader>", "exec"), mod.__dict__)  # noqa: S102 - trusted file
+    fn = mod.__dict__[name]
+    keep: set[str] = {"__builtins__"}
+    todo = [fn.__code__]
+    while todo:
+        for ref in _global_names(todo.pop()):
+            if ref in mod.__dict__ and ref not in keep:
+                keep.add(ref)
+                obj = mod.__dict__[ref]
+                if isinstance(obj, types.FunctionType):
+                    todo.append(obj.__code__)
+    for ref in [k for k in mod.__dict__ if k not in keep]:
+        del mod.__dict__[ref]
+    renamed = {"co_name": "step", "co_filename": "<grader>"}
+    if sys.version_info >= (3, 11):
+        renamed["co_qualname"] = "step"
+    fn.__code__ = fn.__code__.replace(**renamed)
+    fn.__name__ = fn.__qualname__ = "step"
+    fn.__module__ = "_grader_helper"
+    fn.__doc__ = None
+    return fn
+
+
 class Worker:
     def __init__(self, fd_in: int, fd_out: int) -> None:
         self.fd_in = fd_in
@@ -282,6 +321,8 @@ class Worker:
         self.module: types.ModuleType | None = None
         self.objects: dict[int, Any] = {}
         self.helpers: dict[str, types.ModuleType] = {}
+        self.helper_sources: dict[str, str] = {}
+        self.opaque: dict[tuple[str, str], Any] = {}
         self.next_handle = 1
         self.guard_cls: Any = None
         self.last_stats: dict[str, Any] = {"triton_launches": 0, "torch_ops": {}}
@@ -314,7 +355,10 @@ class Worker:
             mod = self.helpers.get(file)
             if mod is None or not hasattr(mod, name):
                 raise self.codec.CodecError(f"no helper {name} in {file}")
-            return getattr(mod, name)
+            key = (file, name)
+            if key not in self.opaque:
+                self.opaque[key] = _opaque_function(self.helper_sources[file], name)
+            return self.opaque[key]
         return None
 
     def _extra_encode(self, v: Any) -> Any:
@@ -383,6 +427,7 @@ class Worker:
             hmod.__file__ = os.path.abspath("_helpers_" + hname)
             exec(compile(hsource, hmod.__file__, "exec"), hmod.__dict__)  # noqa: S102 - trusted file
             self.helpers[hname] = hmod
+            self.helper_sources[hname] = hsource
         _State.requires_triton = bool(req.get("requires_triton"))
         if _State.requires_triton:
             _install_triton_counter()

@@ -87,3 +87,31 @@ async def test_home_reports_skipped_content_and_a_repaired_store(app_factory, tm
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, HomeScreen)
+
+
+async def test_home_takes_keys_before_the_library_is_loaded(app_factory, tmp_path: Path, monkeypatch) -> None:
+    import threading
+
+    import inferview.content.loader as loader
+
+    library = make_library(tmp_path / "slow")
+    release = threading.Event()
+
+    def slow_load(*args, **kwargs):
+        release.wait(10)
+        return library
+
+    monkeypatch.setattr(loader, "load_library", slow_load)
+    app = app_factory(library=None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, HomeScreen)
+        assert "Loading questions" in screen_text(app)
+        await pilot.press("question_mark")  # the UI answers while the library loads
+        await pilot.pause()
+        assert type(app.screen).__name__ == "HelpScreen"
+        await pilot.press("escape")
+        release.set()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "The KV cache" in screen_text(app) and "4 new questions" in screen_text(app)

@@ -71,9 +71,12 @@ class ChallengeScreen(Screen[None]):
         Binding("escape", "back", "Back"),
     ]
 
-    def __init__(self, challenge_id: str, file: Path | None = None) -> None:
+    def __init__(self, challenge_id: str, file: Path | None = None, mock_id: int | None = None) -> None:
         super().__init__()
         self.challenge_id = challenge_id
+        self.mock_id = mock_id
+        """Set inside a mock interview: hints and the reference solution are off, and submissions
+        are recorded against the session."""
         self.grade_target = challenge_id
         """What the grading client is given: the id, or the folder of a challenge outside the library."""
         self.file_override = file
@@ -125,7 +128,9 @@ class ChallengeScreen(Screen[None]):
         self._hints_shown = min(int(store.get_setting(f"hints_shown:{spec.id}", 0) or 0), len(spec.hints))
         self._show_hints()
         self._load_from_disk()
-        last = store.submissions(spec.id, limit=1)
+        last = store.submissions(spec.id, limit=1 if self.mock_id is None else 50)
+        if self.mock_id is not None:
+            last = [sub for sub in last if sub.get("mock_id") == self.mock_id][:1]
         if last:
             self.query_one(ResultsPanel).result = last[0]["result"]
         self._update_bar()
@@ -228,6 +233,8 @@ class ChallengeScreen(Screen[None]):
             return not self.grading
         if action == "grade":
             return True if not self.grading else None
+        if action in ("hint", "solution") and self.mock_id is not None:
+            return False  # an interviewer gives no hints or answers during the interview
         return True
 
     def action_grade(self) -> None:
@@ -285,7 +292,7 @@ class ChallengeScreen(Screen[None]):
 
         services = self.app.services
         scheduled = record_challenge_result(services.get_store(), services.get_library(), self.challenge_id,
-                                            message.result, message.source)
+                                            message.result, message.source, mock_id=self.mock_id)
         if scheduled:
             self.notify(f"{len(scheduled)} linked question{'s' if len(scheduled) != 1 else ''} "
                         "scheduled for review.", timeout=6)
@@ -331,7 +338,9 @@ class ChallengeScreen(Screen[None]):
 
     def _show_hints(self) -> None:
         hints = self.challenge.spec.hints
-        if self._hints_shown == 0:
+        if self.mock_id is not None:
+            text = "No hints during a mock interview: talk through your approach instead."
+        elif self._hints_shown == 0:
             text = f"{len(hints)} hints, from a nudge to a near-solution. ctrl+g reveals the next one."
         else:
             text = "\n\n".join(f"**Hint {i + 1}.** {h.text}" for i, h in enumerate(hints[: self._hints_shown]))

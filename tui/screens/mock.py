@@ -86,7 +86,7 @@ class MockHubScreen(ModalScreen[MockChoice | None]):
                 with Vertical(id="hub-focus"):
                     yield Label("Focus")
                     yield Select([(title, tid) for tid, title in self.topics], prompt="Whole story",
-                                 value=self.focus if self.focus else Select.BLANK, id="focus")
+                                 value=self.focus if self.focus else Select.NULL, id="focus")
                     yield Button("Start", variant="primary", id="start")
             if self.sessions:
                 yield Label("Paused sessions and past reports — enter to open")
@@ -116,7 +116,7 @@ class MockHubScreen(ModalScreen[MockChoice | None]):
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "start":
             value = self.query_one("#focus", Select).value
-            focus = None if value is Select.BLANK else str(value)
+            focus = None if value is Select.NULL or value is Select.BLANK else str(value)
             self.dismiss(MockChoice("new", self._chosen_minutes(), focus))
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
@@ -420,9 +420,7 @@ class MockScreen(Screen[None]):
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(ch.starter_text() if ch else "", encoding="utf-8")
-        screen = ChallengeScreen(item.ref, file=path)
-        if hasattr(screen, "mock_id"):
-            screen.mock_id = self.mock_id
+        screen = ChallengeScreen(item.ref, file=path, mock_id=self.mock_id)
 
         def back(_: Any) -> None:
             self._collect_challenge(item.ref, path)
@@ -433,8 +431,8 @@ class MockScreen(Screen[None]):
     def _collect_challenge(self, challenge_id: str, path: Path) -> None:
         """The latest grading of this challenge made during this session, and the file's source."""
         store = self.app.services.get_store()
-        for sub in store.submissions(challenge_id, limit=5):
-            if sub.get("mock_id") == self.mock_id or sub["created_at"] >= self.session.started_at:
+        for sub in store.submissions(challenge_id, limit=50):
+            if sub.get("mock_id") == self.mock_id:
                 self._challenge_result = sub["result"]
                 break
         try:

@@ -168,6 +168,7 @@ class MockScreen(Screen[None]):
         self._rendered: dict[int, Any] = {}
         self._challenge_result: dict[str, Any] | None = None
         self._challenge_source = ""
+        self._challenge_open: tuple[str, Path] | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -420,13 +421,16 @@ class MockScreen(Screen[None]):
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(ch.starter_text() if ch else "", encoding="utf-8")
-        screen = ChallengeScreen(item.ref, file=path, mock_id=self.mock_id)
+        self._challenge_open = (item.ref, path)
+        self.app.push_screen(ChallengeScreen(item.ref, file=path, mock_id=self.mock_id))
 
-        def back(_: Any) -> None:
-            self._collect_challenge(item.ref, path)
+    def on_screen_resume(self) -> None:
+        """Back from the editor: keep the latest grading of this session and redraw."""
+        opened, self._challenge_open = self._challenge_open, None
+        item = self.session.current if self.session is not None else None
+        if opened is not None and item is not None and item.kind == "challenge":
+            self._collect_challenge(*opened)
             self._show_item()
-
-        self.app.push_screen(screen, back)
 
     def _collect_challenge(self, challenge_id: str, path: Path) -> None:
         """The latest grading of this challenge made during this session, and the file's source."""

@@ -1,0 +1,204 @@
+"""The mock interview in the app, with a fake clock: a whole session, expiry, pause, leaving and
+resuming after a restart, the challenge without hints, and a snapshot of the report."""
+
+from __future__ import annotations
+
+from inferview.tests.test_tui_support import (  # noqa: F401
+    app_factory_fixture,
+    screen_text,
+    settle,
+)
+from inferview.tui.screens.mock import MockHubScreen, MockReportScreen, MockScreen, PausedScreen
+
+from inferview.mock.report import ItemReport, Report
+
+SIZE = (80, 24)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+async def _answer_current(pilot, screen) -> None:
+    """Answer whatever is being asked, the way a user would."""
+    item = screen.session.current
+    q = pilot.app.services.get_library().questions.get(item.ref) if item.kind == "question" else None
+    if item.kind == "challenge":
+        await pilot.press("ctrl+n")
+    elif q.kind == "choice":
+        await pilot.press("space")  # the first option is the correct one in the test bank
+        await pilot.press("ctrl+n")
+    else:
+        screen.query_one("#answer-open").text = q.answer
+        await pilot.press("ctrl+n")
+    await settle(pilot)
+
+
+async def test_home_opens_the_hub_and_starts_a_session(app_factory):
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("m")
+        await settle(pilot)
+        assert isinstance(app.screen, MockHubScreen)
+        assert "Length" in screen_text(app) and "Focus" in screen_text(app)
+        await pilot.click("#len-15")
+        await pilot.click("#start")
+        await settle(pilot)
+        assert isinstance(app.screen, MockScreen)
+        assert app.screen.session.minutes == 15
+        assert "⏱ 15:00" in screen_text(app) or "⏱ 14:5" in screen_text(app)
+
+
+async def test_a_whole_session_ends_in_a_report_and_nothing_is_shown_before(app_factory):
+    app = app_factory()
+    clock = FakeClock()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = MockScreen(minutes=30, seed=1, clock=clock)
+        app.push_screen(screen)
+        await settle(pilot)
+        total = len(screen.session.plan.items)
+        assert total >= 3 and "**Interviewer:**" not in screen_text(app)
+        for _ in range(total):
+            assert "model answer" not in screen_text(app).lower()
+            clock.t += 40
+            await _answer_current(pilot, screen)
+        assert isinstance(app.screen, MockReportScreen)
+        report = app.screen.report
+        assert report.reason == "completed" and len(report.items) == total
+        assert all(i.time_s == 40 for i in report.items)
+        text = screen_text(app)
+        assert "Mock interview" in text and "Score per topic" in text
+        store = app.services.get_store()
+        assert store.list_mocks()[0]["status"] == "finished"
+
+
+async def test_the_clock_warns_then_ends_the_interview_by_itself(app_factory):
+    app = app_factory()
+    clock = FakeClock()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = MockScreen(minutes=10, seed=2, clock=clock)
+        app.push_screen(screen)
+        await settle(pilot)
+        clock.t += 5 * 60
+        screen.tick()
+        await settle(pilot)
+        assert "5 minutes left" in " ".join(str(n.message) for n in app._notifications)
+        clock.t += 4 * 60 + 30
+        screen.tick()
+        await settle(pilot)
+        assert "urgent" in screen.query_one("#mock-clock").classes
+        clock.t += 60
+        screen.tick()
+        await settle(pilot)
+        assert isinstance(app.screen, MockReportScreen)
+        assert app.screen.report.reason == "time up"
+
+
+async def test_pause_stops_the_clock(app_factory):
+    app = app_factory()
+    clock = FakeClock()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = MockScreen(minutes=15, seed=3, clock=clock)
+        app.push_screen(screen)
+        await settle(pilot)
+        clock.t += 60
+        await pilot.press("ctrl+p")
+        await settle(pilot)
+        assert isinstance(app.screen, PausedScreen)
+        clock.t += 3600
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.screen is screen and screen.session.status == "running"
+        assert abs(screen.session.remaining_s() - 14 * 60) < 1e-6
+
+
+async def test_leave_and_resume_after_the_app_was_closed(app_factory, tmp_path):
+    store_path = tmp_path / "resume.sqlite3"
+    app = app_factory(store_path=store_path)
+    clock = FakeClock()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = MockScreen(minutes=20, seed=4, clock=clock)
+        app.push_screen(screen)
+        await settle(pilot)
+        clock.t += 90
+        await _answer_current(pilot, screen)
+        mock_id = screen.mock_id
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not isinstance(app.screen, MockScreen)
+    again = app_factory(store_path=store_path)
+    later = FakeClock()
+    async with again.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        resumed = MockScreen(mock_id=mock_id, clock=later)
+        again.push_screen(resumed)
+        await settle(pilot)
+        s = resumed.session
+        assert s.status == "running" and s.index == 1 and 1 in s.responses or 0 in s.responses
+        assert abs(s.remaining_s() - (20 * 60 - 90)) < 1e-6
+
+
+async def test_the_interview_challenge_has_no_hints_or_solution(app_factory):
+    app = app_factory()
+    clock = FakeClock()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        screen = MockScreen(minutes=30, seed=1, clock=clock)
+        app.push_screen(screen)
+        await settle(pilot)
+        while screen.session.current.kind != "challenge":
+            await pilot.press("ctrl+k")
+            await settle(pilot)
+        await pilot.press("ctrl+o")
+        await settle(pilot)
+        from inferview.tui.screens.challenge import ChallengeScreen
+
+        challenge = app.screen
+        assert isinstance(challenge, ChallengeScreen) and challenge.mock_id == screen.mock_id
+        assert challenge.check_action("hint", ()) is False and challenge.check_action("solution", ()) is False
+        challenge.query_one("#editor").text = "def add(a, b):\n    return a + b\n"
+        await pilot.press("ctrl+r")
+        await settle(pilot, rounds=6)
+        challenge.action_back()
+        await settle(pilot)
+        assert app.screen is screen
+        assert screen._challenge_result["verdict"] == "passed"
+        sub = app.services.get_store().submissions("demo-sum")[0]
+        assert sub["mock_id"] == screen.mock_id
+
+
+def _fixed_report() -> Report:
+    items = [
+        ItemReport(0, "question", "kv-why", "kv-cache", "Why isn't the 500th token 500 times more expensive?",
+                   240, 95.0, True, 0.5, answer="It caches things.", model_answer="The KV cache stores keys.",
+                   key_points_missed=["only the new token needs a forward pass"]),
+        ItemReport(1, "question", "fa-exact", "flash-attention", "Is flash attention exact?", 90, 30.0, True, 0.0,
+                   misconceptions=[{"claim": "flash attention approximates", "correction": "It is exact."}]),
+        ItemReport(2, "challenge", "demo-sum", "kv-cache", "Add two numbers", 300, 200.0, True, 0.5,
+                   verdict="failed", failing_checks=[{"name": "adds", "message": "add(0, 1) returned -1",
+                                                      "counterexample": "a=0, b=1", "hint": "Use plus."}]),
+    ]
+    return Report(7, "2026-03-02T09:30:00+00:00", 15, None, "time up", 900.0, 0.4,
+                  {"kv-cache": {"score": 0.5, "items": 2}, "flash-attention": {"score": 0.0, "items": 1}},
+                  items, ["kv-why", "fa-exact"],
+                  {"id": "demo-sum", "verdict": "failed", "failing_checks": items[2].failing_checks})
+
+
+def test_report_snapshot(app_factory, snap_compare):
+    app = app_factory()
+
+    async def show(pilot) -> None:
+        await settle(pilot)
+        app.push_screen(MockReportScreen(_fixed_report()))
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=show)

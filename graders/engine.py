@@ -508,7 +508,8 @@ def _format_counterexample(exc: BaseException, ctx: Ctx, fn_name: str, seed: int
     lines: list[str] = []
     for note in getattr(exc, "__notes__", []) or []:
         text = str(note)
-        if text.startswith(("Falsifying example:", "Failing test case:")):
+        if text.startswith(("Falsifying example:", "Failing test case:", "Falsifying explicit example:",
+                             "Failing explicit example:")):
             body = text.split(":", 1)[1].strip()
             rows = [r for r in body.splitlines() if r.strip() not in ("ctx=ctx,",)]
             if len(rows) >= 2 and rows[0].endswith("("):

@@ -143,3 +143,11 @@ def test_builtin_topics_load():
     lib = load_library(include_user=False)
     assert {"kv-cache", "flash-attention", "speculative-decoding", "framing"} <= set(lib.topics)
     assert Bank.model_fields["questions"].description
+
+
+def test_unknown_challenge_suggests_the_closest_id():
+    from inferview.content.loader import unknown_challenge_message
+
+    msg = unknown_challenge_message("kv-cach", ["kv-cache", "kv-cache-size", "quantize"])
+    assert msg.startswith("unknown challenge 'kv-cach'; did you mean 'kv-cache'?")
+    assert "did you mean" not in unknown_challenge_message("zzzz", ["kv-cache"])

@@ -146,3 +146,13 @@ def test_grade_device_cuda_without_gpu_is_a_usage_error(capsys) -> None:
     code, out, err = run_cli(capsys, "grade", str(DEMO), str(DEMO / "solutions/correct/mul.py"),
                              "--device", "cuda")
     assert code == 2 and "no CUDA GPU" in err and out == ""
+
+
+def test_grade_the_unmodified_starter_says_so_without_grading(capsys, tmp_path: Path) -> None:
+    copy = tmp_path / "solution.py"
+    copy.write_bytes((DEMO / "starter.py").read_bytes().replace(b"\n", b"\r\n"))
+    t0 = time.monotonic()
+    code, out, err = run_cli(capsys, "grade", str(DEMO), str(copy))
+    assert code == 1 and out == ""
+    assert "unmodified starter of demo-scale" in err and len(err.strip().splitlines()) == 1
+    assert time.monotonic() - t0 < 5  # answered before any grading

@@ -253,3 +253,23 @@ def test_codec_rejects_a_nesting_bomb():
     reader.feed(frame)
     with pytest.raises(codec.CodecError):
         reader.pop()
+
+
+def test_counterexample_of_an_explicit_example_reads_like_a_drawn_one():
+    from hypothesis import example
+    from inferview.graders.api import Ctx
+    from inferview.graders.engine import _format_counterexample
+
+    ctx = Ctx.__new__(Ctx)
+    ctx.notes = []
+
+    @settings(database=None, max_examples=1)
+    @given(case=st.just((9, 9)))
+    @example(case=(1, 2))
+    def tracking(ctx, case):
+        raise CheckFailed("wrong")
+
+    with pytest.raises(CheckFailed) as info:
+        tracking(ctx=ctx)
+    text = _format_counterexample(info.value, ctx, "tracking", 3)
+    assert text.splitlines() == ["case=(1, 2)", "replay: --seed 3"], text

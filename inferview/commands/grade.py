@@ -74,6 +74,10 @@ def command(challenge_id: str, file: Path, as_json: bool, device: str, seed: int
         challenge = load_challenge(challenge_id)
         if not file.is_file():
             raise GradingUsageError(f"no such file: {file}")
+        if not as_json and _is_unmodified_starter(challenge.folder / challenge.spec.starter, file):
+            click.echo(f"inferview: {file} is still the unmodified starter of {challenge.spec.id}: "
+                       "write your solution in it, then grade it again", err=True)
+            sys.exit(1)
         result = grade(challenge.folder, file, device=device, seed=seed)
     except GradingUsageError as exc:
         click.echo(f"inferview: {exc}", err=True)
@@ -88,6 +92,16 @@ def command(challenge_id: str, file: Path, as_json: bool, device: str, seed: int
         render(data, file=str(file), output=result.stdout + result.stderr,
                challenge_arg=challenge_id)
     sys.exit(0 if result.verdict == "passed" else 1)
+
+
+def _is_unmodified_starter(starter: Path, file: Path) -> bool:
+    """True when FILE has the same source as the challenge's starter (line endings aside)."""
+    try:
+        a = starter.read_bytes().replace(b"\r\n", b"\n").strip()
+        b = file.read_bytes().replace(b"\r\n", b"\n").strip()
+    except OSError:
+        return False
+    return a == b
 
 
 def _record(data: dict[str, Any], file: Path) -> None:

@@ -656,10 +656,14 @@ def grade(
         return GradeResult(ch.id, verdict, backend, run_seed, time.monotonic() - t0, checks,
                            out, err, cancelled)
 
+    raw = path.read_bytes()
     try:
-        source = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        return finish("error", [CheckResult(LOAD_CHECK, "error", f"{path.name} is not UTF-8 text")])
+        source = raw.decode("utf-8-sig")  # an editor's byte-order mark is fine, as for python itself
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        return finish("error", [CheckResult(
+            LOAD_CHECK, "error", f"{path.name} is not UTF-8 text (byte 0x{raw[exc.start]:02x} on line "
+            f"{line}): save it as UTF-8")])
     filename = path.name if path.suffix == ".py" else path.name + ".py"
 
     runner = _Runner(ch, backend, source, filename, cancel_fn)

@@ -156,3 +156,18 @@ def test_grade_the_unmodified_starter_says_so_without_grading(capsys, tmp_path: 
     assert code == 1 and out == ""
     assert "unmodified starter of demo-scale" in err and len(err.strip().splitlines()) == 1
     assert time.monotonic() - t0 < 5  # answered before any grading
+
+
+def test_grade_accepts_a_byte_order_mark_and_names_a_non_utf8_byte(capsys, tmp_path: Path) -> None:
+    source = (DEMO / "solutions/correct/mul.py").read_bytes()
+    bom = tmp_path / "bom.py"
+    bom.write_bytes(b"\xef\xbb\xbf" + source)
+    code, out, _ = run_cli(capsys, "grade", str(DEMO), str(bom), "--json", "--seed", "1",
+                           "--no-record")
+    assert code == 0 and json.loads(out)["verdict"] == "passed"
+    latin = tmp_path / "latin.py"
+    latin.write_bytes(b"# ok\n# caf\xe9\n" + source)
+    code, out, _ = run_cli(capsys, "grade", str(DEMO), str(latin), "--json", "--no-record")
+    data = json.loads(out)
+    assert code == 1 and data["verdict"] == "error"
+    assert "not UTF-8 text (byte 0xe9 on line 2)" in data["checks"][0]["message"]

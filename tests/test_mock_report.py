@@ -80,12 +80,17 @@ def test_an_expired_session_reports_unanswered_items_and_schedules_them():
 
 
 def test_misconceptions_are_flagged_in_the_report():
+    from inferview.mock.plan import PlanItem
+
+    exactness = next(q for q in LIB.questions_for("flash-attention") if q.kind == "open"
+                     and any("approximat" in m.claim.lower() for m in q.misconceptions))
     clock = FakeClock()
     with Store.open() as store:
-        mock_id, s = mock_store.start(store, LIB, 60, focus="flash-attention", seed=2, clock=clock)
+        mock_id, s = mock_store.start(store, LIB, 30, focus="flash-attention", seed=2, clock=clock)
+        s.plan.items.insert(0, PlanItem("question", exactness.id, "flash-attention", 240))
         while s.current is not None:
             item = s.current
-            if item.kind == "question" and item.topic == "flash-attention" and LIB.questions[item.ref].kind == "open":
+            if item.ref == exactness.id:
                 s.answer(text="Flash attention is an approximation of attention that approximates the softmax.")
             else:
                 s.skip()

@@ -35,6 +35,9 @@ NUMERIC_AFTER = {"kv-cache": "kv_cache_bytes", "attention-variants": "kv_cache_b
 CHALLENGE_SHARE = 0.45
 """At most this share of the session goes to the coding challenge."""
 
+CORE_TOPICS = 6
+"""The first topics of the story: where the conversation spends most of a short interview."""
+
 _OPENER = re.compile(r"why is generation slow|generation (is )?slow|one token at a time", re.I)
 
 
@@ -100,9 +103,33 @@ def _pick_challenge(lib: Library, total_s: int, focus: str | None, rng: random.R
     if focus:
         focused = [c for c in pool if c.spec.topic == focus]
         pool = focused or pool
-    # Prefer the largest challenge that fits: it is the one that says most about the candidate.
-    best = max(c.spec.time_budget_min for c in pool)
-    return rng.choice(sorted((c for c in pool if c.spec.time_budget_min == best), key=lambda c: c.id))
+    # Prefer a challenge on the core of the story (cache, attention, precision, speculation), so
+    # the code follows from what was just discussed; vary it from session to session.
+    core = [c for c in pool if c.spec.topic in STORY[:CORE_TOPICS]]
+    return rng.choice(sorted(core or pool, key=lambda c: c.id))
+
+
+def _cover(lib: Library, topic: str, spare: float, add: Any, follow: Any, used: set[str],
+           rng: random.Random) -> None:
+    """Ask about one topic: its seed question, then an estimate and a follow-up while ``spare``
+    seconds (time not needed by the topics still to come) allow; a quick choice question when
+    there is no time for an open one."""
+    qs = [q for q in lib.questions.values() if q.topic == topic and q.id not in used]
+    opens = [q for q in qs if isinstance(q, OpenQuestion)]
+    seeds = sorted([q for q in opens if _is_seed(q)] or opens, key=lambda q: q.id)
+    choices = sorted((q for q in qs if isinstance(q, ChoiceQuestion)), key=lambda q: q.id)
+    primary = rng.choice(seeds) if seeds else None
+    if primary is None or not add(primary):
+        if choices:
+            add(rng.choice(choices))
+        return
+    quantity = NUMERIC_AFTER.get(topic)
+    drills = sorted((q for q in lib.questions.values() if isinstance(q, NumericQuestion)
+                     and quantity and q.quantity == quantity and q.id not in used), key=lambda q: q.id)
+    if drills and spare >= BUDGET_S["numeric"] and add(rng.choice(drills)):
+        spare -= BUDGET_S["numeric"]
+    if spare >= BUDGET_S["open"]:
+        follow(primary)
 
 
 def build_plan(lib: Library, minutes: float, focus: str | None = None, seed: int = 0,
@@ -129,37 +156,36 @@ def build_plan(lib: Library, minutes: float, focus: str | None = None, seed: int
         left -= cost
         return True
 
+    def follow(q: Any) -> None:
+        """Take one step down the follow-up chain, as an interviewer would."""
+        for fid in q.follow_ups:
+            nxt = lib.questions.get(fid)
+            if nxt is not None and nxt.id not in used and not isinstance(nxt, NumericQuestion):
+                if add(nxt, follow_up_of=q.id):
+                    return
+
     opener = _opener(lib, rng)
     if opener is not None:
         add(opener)
 
     order = _story_order(focus)
-    passes = [order] + ([[focus]] if focus else []) + [order]
+    first = [t for t in order if opener is None or t != opener.topic or t == focus]
+    # The first pass walks the story; how deep it goes into each topic depends on the time per topic,
+    # so a short interview still reaches speculative decoding instead of stopping at the KV cache.
+    core = first[:CORE_TOPICS]
+    open_s = BUDGET_S["open"]
+    if opener is not None and focus is None and left - open_s >= len(core) * open_s:
+        follow(opener)
+    for n, topic in enumerate(core):
+        # Time beyond one question for every topic still to come: spent on estimates and follow-ups.
+        spare = left - (len(core) - n) * open_s + (open_s if topic == focus else 0)
+        _cover(lib, topic, spare, add, follow, used, rng)
+    passes = ([[focus]] if focus else []) + [first[CORE_TOPICS:], order]
     for topics in passes:
         for topic in topics:
             if left < min(BUDGET_S.values()):
                 break
-            qs = [q for q in lib.questions.values() if q.topic == topic and q.id not in used]
-            opens = [q for q in qs if isinstance(q, OpenQuestion)]
-            seeds = [q for q in opens if _is_seed(q)] or opens
-            primary = rng.choice(seeds) if seeds else None
-            if primary is None or not add(primary):
-                choices = [q for q in qs if isinstance(q, ChoiceQuestion)]
-                if choices:
-                    add(rng.choice(choices))
-                continue
-            # Take one step down the follow-up chain, as an interviewer would.
-            for fid in primary.follow_ups:
-                nxt = lib.questions.get(fid)
-                if nxt is not None and nxt.id not in used and not isinstance(nxt, NumericQuestion):
-                    if add(nxt, follow_up_of=primary.id):
-                        break
-            quantity = NUMERIC_AFTER.get(topic)
-            if quantity:
-                drills = [q for q in lib.questions.values() if isinstance(q, NumericQuestion)
-                          and q.quantity == quantity and q.id not in used]
-                if drills:
-                    add(rng.choice(sorted(drills, key=lambda q: q.id)))
+            _cover(lib, topic, left, add, follow, used, rng)
 
     if challenge is not None:
         item = PlanItem("challenge", challenge.id, challenge.spec.topic, challenge_s, 0)

@@ -202,3 +202,20 @@ def test_report_snapshot(app_factory, snap_compare):
         await settle(pilot)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=show)
+
+
+async def test_the_interview_clock_shows_in_the_editor(app_factory):
+    app = app_factory()
+    clock = FakeClock()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        screen = MockScreen(minutes=30, seed=1, clock=clock)
+        app.push_screen(screen)
+        await settle(pilot)
+        while screen.session.current.kind != "challenge":
+            await pilot.press("ctrl+k")
+            await settle(pilot)
+        clock.t += 125
+        await pilot.press("ctrl+o")
+        await settle(pilot)
+        assert app.screen.sub_title == "⏱ 27:55 left in the interview"

@@ -13,6 +13,7 @@ import os
 import shlex
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -71,10 +72,13 @@ class ChallengeScreen(Screen[None]):
         Binding("escape", "back", "Back"),
     ]
 
-    def __init__(self, challenge_id: str, file: Path | None = None, mock_id: int | None = None) -> None:
+    def __init__(self, challenge_id: str, file: Path | None = None, mock_id: int | None = None,
+                 time_left: Callable[[], float] | None = None) -> None:
         super().__init__()
         self.challenge_id = challenge_id
         self.mock_id = mock_id
+        self.time_left = time_left
+        """In a mock interview: seconds left on the interview's clock, shown in the title."""
         """Set inside a mock interview: hints and the reference solution are off, and submissions
         are recorded against the session."""
         self.grade_target = challenge_id
@@ -123,6 +127,9 @@ class ChallengeScreen(Screen[None]):
         self.title = spec.title
         self.path = self.file_override or workspace_file(spec.id, self.challenge.starter_text())
         self.sub_title = _short(self.path)
+        if self.time_left is not None:
+            self._show_time_left()
+            self.set_interval(1.0, self._show_time_left, name="mock interview clock")
         self.query_one("#statement-md", Markdown).update(self.challenge.statement_text())
         store = services.get_store()
         self._hints_shown = min(int(store.get_setting(f"hints_shown:{spec.id}", 0) or 0), len(spec.hints))
@@ -319,6 +326,10 @@ class ChallengeScreen(Screen[None]):
                 pass
         self._end_grading()
         self.notify("Grading cancelled.")
+
+    def _show_time_left(self) -> None:
+        left = max(0, int(self.time_left() + 0.999))
+        self.sub_title = f"⏱ {left // 60:02d}:{left % 60:02d} left in the interview"
 
     def _update_bar(self) -> None:
         bar = self.query_one("#grading-bar", Static)

@@ -422,7 +422,8 @@ class MockScreen(Screen[None]):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(ch.starter_text() if ch else "", encoding="utf-8")
         self._challenge_open = (item.ref, path)
-        self.app.push_screen(ChallengeScreen(item.ref, file=path, mock_id=self.mock_id))
+        self.app.push_screen(ChallengeScreen(item.ref, file=path, mock_id=self.mock_id,
+                                             time_left=self.session.remaining_s))
 
     def on_screen_resume(self) -> None:
         """Back from the editor: keep the latest grading of this session and redraw."""

@@ -83,6 +83,9 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(1)
+    except OSError as exc:  # a file or folder the user can fix: its message names it
+        click.echo(f"inferview: {exc}", err=True)
+        sys.exit(1)
     except Exception as exc:  # noqa: BLE001 - the promise is one clear line, never a traceback
         click.echo(f"inferview: error: {type(exc).__name__}: {exc}", err=True)
         sys.exit(1)

@@ -18,7 +18,13 @@ def data_dir() -> Path:
         import platformdirs
 
         path = Path(platformdirs.user_data_dir("inferview", appauthor=False))
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise NotADirectoryError(f"the data folder {path} is a file, not a folder"
+                                 + (" (see INFERVIEW_HOME)" if override else "")) from None
+    except OSError as exc:
+        raise OSError(f"the data folder {path} cannot be made: {exc.strerror or exc}") from None
     return path
 
 

@@ -89,7 +89,36 @@ MIGRATIONS: dict[int, str] = {
 
 
 class StoreError(Exception):
-    """The store cannot be used (e.g. it was written by a newer inferview)."""
+    """The store cannot be used (written by a newer inferview, locked, read-only); ``str()`` is a
+    message for the user."""
+
+
+# SQLite primary result codes (sqlite.org/rescode.html)
+_SQLITE_PERM, _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY = 3, 5, 6, 8
+_SQLITE_CORRUPT, _SQLITE_CANTOPEN, _SQLITE_NOTADB = 11, 14, 26
+
+
+def _is_corruption(exc: sqlite3.DatabaseError) -> bool:
+    """True for a damaged file (worth moving aside); False for a lock, permissions or I/O trouble,
+    where moving the file would hide a healthy store."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is None:
+        return not isinstance(exc, sqlite3.OperationalError) or str(exc).startswith("quick_check")
+    return code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
+
+
+def _usage_error(path: Path, exc: sqlite3.Error) -> StoreError:
+    """A :class:`StoreError` that says what to do about a lock, permissions or another failure."""
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    if code in (_SQLITE_BUSY, _SQLITE_LOCKED) or "locked" in str(exc):
+        return StoreError(
+            f"The progress store {path} is locked by another process (waited "
+            f"{BUSY_TIMEOUT_MS // 1000} s); close the other inferview and try again.")
+    if code in (_SQLITE_READONLY, _SQLITE_CANTOPEN, _SQLITE_PERM):
+        return StoreError(
+            f"The progress store {path} cannot be opened for writing ({exc}); check the "
+            "permissions of the file and its folder, or set INFERVIEW_HOME to another folder.")
+    return StoreError(f"The progress store {path} cannot be used ({exc}).")
 
 
 def utcnow() -> datetime:
@@ -124,19 +153,38 @@ class Store:
     def open(cls, path: Path | str | None = None, *, backup: bool = True) -> Store:
         """Open (creating, migrating, checking and backing up) the store at ``path``."""
         path = Path(path) if path is not None else paths.store_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"The progress store's folder {path.parent} cannot be made "
+                             f"({exc.strerror or exc}).") from None
         notice = None
         try:
-            conn = cls._connect_checked(path)
-        except sqlite3.DatabaseError as exc:
-            aside = cls._move_aside(path)
-            notice = (
-                f"The progress store {path} could not be read ({exc}); it was kept as {aside} "
-                "and a fresh store was made."
-            )
-            conn = cls._connect_checked(path)
-        store = cls(conn, path, notice)
-        store._migrate()
+            try:
+                conn = cls._connect_checked(path)
+            except sqlite3.DatabaseError as exc:
+                if not _is_corruption(exc):
+                    raise
+                try:
+                    aside = cls._move_aside(path)
+                except OSError as move_exc:
+                    raise StoreError(
+                        f"The progress store {path} could not be read ({exc}) and could not be "
+                        f"moved aside ({move_exc.strerror or move_exc}); it was left untouched."
+                    ) from None
+                notice = (
+                    f"The progress store {path} could not be read ({exc}); it was kept as {aside} "
+                    "and a fresh store was made."
+                )
+                conn = cls._connect_checked(path)
+            store = cls(conn, path, notice)
+            try:
+                store._migrate()
+            except BaseException:
+                conn.close()
+                raise
+        except sqlite3.Error as exc:
+            raise _usage_error(path, exc) from None
         if backup:
             store._daily_backup()
         return store
@@ -217,9 +265,15 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction (``BEGIN IMMEDIATE``): all or nothing."""
+        """A write transaction (``BEGIN IMMEDIATE``): all or nothing.
+
+        Raises :class:`StoreError` with a clear message when the store stays locked by another
+        process past the busy timeout, or cannot be written."""
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise _usage_error(self.path, exc) from None
             try:
                 yield self._conn
             except BaseException:

@@ -73,3 +73,41 @@ def test_store_from_newer_version_is_one_clear_line(inferview_home):
     proc = _cli("stats")
     assert proc.returncode == 1
     assert "newer inferview" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_locked_store_is_one_clear_line_after_the_busy_timeout(inferview_home, monkeypatch, capsys):
+    import sqlite3
+
+    import inferview.store as store_mod
+    from inferview.cli import main
+
+    Store.open().close()
+    monkeypatch.setattr(store_mod, "BUSY_TIMEOUT_MS", 200)
+    raw = sqlite3.connect(inferview_home / "progress.sqlite3", isolation_level=None)
+    raw.execute("PRAGMA journal_mode = DELETE")
+    raw.execute("BEGIN EXCLUSIVE")
+    try:
+        for args in (["stats"], ["list"], ["report"]):
+            capsys.readouterr()
+            try:
+                main(args)
+            except SystemExit as exc:
+                code = exc.code
+            err = capsys.readouterr().err
+            assert code == 1, args
+            assert err.startswith("inferview: The progress store") and "locked" in err, err
+            assert len(err.strip().splitlines()) == 1, err
+    finally:
+        raw.close()
+    assert not list(inferview_home.glob("*corrupt*"))
+
+
+def test_inferview_home_pointing_at_a_file_is_one_clear_line(tmp_path, monkeypatch):
+    home = tmp_path / "not-a-folder"
+    home.write_text("x")
+    monkeypatch.setenv("INFERVIEW_HOME", str(home))
+    for args in (["stats"], ["start", "kv-cache-size"]):
+        proc = _cli(*args)
+        assert proc.returncode == 1, args
+        assert proc.stderr.strip() == f"inferview: the data folder {home} is a file, not a folder " \
+            "(see INFERVIEW_HOME)", proc.stderr

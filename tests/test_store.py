@@ -121,3 +121,46 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path):
 def test_default_location_follows_inferview_home(inferview_home):
     with Store.open() as s:
         assert s.path.parent == inferview_home
+
+
+def _hold_exclusive(path):
+    """Another connection holding the store locked, as another process would."""
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("PRAGMA journal_mode = DELETE")  # a rollback journal blocks readers too
+    raw.execute("BEGIN EXCLUSIVE")
+    return raw
+
+
+def test_a_locked_store_is_a_clear_error_never_moved_aside(tmp_path, monkeypatch):
+    import inferview.store as store_mod
+
+    monkeypatch.setattr(store_mod, "BUSY_TIMEOUT_MS", 200)
+    path = tmp_path / "p.sqlite3"
+    with Store.open(path) as s:
+        s.record_submission("kv-cache", {"verdict": "passed", "backend": "cpu"}, "src")
+    raw = _hold_exclusive(path)
+    try:
+        with pytest.raises(StoreError, match="locked by another process"):
+            Store.open(path, backup=False)
+    finally:
+        raw.close()
+    assert sorted(p.name for p in tmp_path.iterdir() if "corrupt" in p.name) == []
+    with Store.open(path) as s:  # the progress is all still there
+        assert s.challenge_status()["kv-cache"]["status"] == "passed"
+
+
+def test_a_write_that_stays_locked_is_a_clear_error(tmp_path, monkeypatch):
+    import inferview.store as store_mod
+
+    monkeypatch.setattr(store_mod, "BUSY_TIMEOUT_MS", 200)
+    path = tmp_path / "p.sqlite3"
+    s = Store.open(path, backup=False)
+    s._conn.execute("PRAGMA busy_timeout = 200")
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StoreError, match="locked by another process"):
+            s.set_setting("k", "v")
+    finally:
+        raw.close()
+        s.close()

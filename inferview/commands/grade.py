@@ -112,6 +112,8 @@ def _record(data: dict[str, Any], file: Path) -> None:
         return
     try:
         store = Store.open()
+        if store.notice:
+            click.echo(store.notice, err=True)
         try:
             source = file.read_text(encoding="utf-8", errors="replace")
             store.record_submission(data["challenge"], data, source)

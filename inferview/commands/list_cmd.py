@@ -13,13 +13,13 @@ import click
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def command(topic: str | None, as_json: bool) -> None:
     """List challenges (with your status) and question banks."""
+    from inferview.commands import open_store
     from inferview.content.loader import load_library
-    from inferview.store import Store
 
     lib = load_library()
     if topic and topic not in lib.topics:
         raise click.UsageError(f"unknown topic {topic!r} (known: {', '.join(sorted(lib.topics))})")
-    with Store.open(backup=False) as store:
+    with open_store(backup=False) as store:
         status = store.challenge_status()
     challenges = [
         {

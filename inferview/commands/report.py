@@ -14,11 +14,11 @@ import click
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def command(session: str | None, as_md: bool, as_json: bool) -> None:
     """Show the report of mock interview SESSION (an id from 'inferview stats'; default: the latest)."""
+    from inferview.commands import open_store
     from inferview.content.loader import load_library
     from inferview.mock.store import load_report
-    from inferview.store import Store
 
-    with Store.open() as store:
+    with open_store() as store:
         finished = [m for m in store.list_mocks() if m["status"] == "finished"]
         if session is None:
             if not finished:

@@ -11,13 +11,10 @@ import click
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def command(as_json: bool) -> None:
     """Reviews and accuracy per topic, challenge results, streak and mock interviews."""
-    from inferview.store import Store
+    from inferview.commands import open_store
 
-    with Store.open() as store:
-        notice = store.notice
+    with open_store() as store:
         summary = store.summary()
-    if notice:
-        click.echo(notice, err=True)
     if as_json:
         click.echo(json.dumps(summary, indent=2))
         return

@@ -99,7 +99,7 @@ def test_errors_are_one_line(tmp_path):
     r = run("calc", "kv", "--config", str(bad), "--seq-len", "5")
     assert r.exit_code == 1 and "missing 'num_hidden_layers'" in r.output
     r = run("calc", "kv", "--config", str(tmp_path / "none.json"), "--seq-len", "5")
-    assert r.exit_code == 1 and "not found" in r.output
+    assert r.exit_code == 2 and "not found" in r.output  # a missing input file is a usage error
 
 
 def test_calc_does_not_import_torch():

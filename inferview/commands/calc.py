@@ -44,11 +44,11 @@ def _load_config(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
-        raise click.ClickException(f"config file not found: {path}") from exc
+        raise click.UsageError(f"config file not found: {path}") from exc  # exit 2, as for grade
     except (OSError, UnicodeDecodeError) as exc:
         raise click.ClickException(f"cannot read {path}: {exc}") from exc
     except json.JSONDecodeError as exc:
-        raise click.ClickException(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from exc
+        raise click.ClickException(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from exc
     if not isinstance(data, dict):
         raise click.ClickException(f"{path}: expected a JSON object (a config.json)")
     if "num_hidden_layers" not in data and isinstance(data.get("text_config"), dict):

@@ -151,3 +151,17 @@ def test_unknown_challenge_suggests_the_closest_id():
     msg = unknown_challenge_message("kv-cach", ["kv-cache", "kv-cache-size", "quantize"])
     assert msg.startswith("unknown challenge 'kv-cach'; did you mean 'kv-cache'?")
     assert "did you mean" not in unknown_challenge_message("zzzz", ["kv-cache"])
+
+
+def test_a_topic_typo_is_blamed_on_its_own_file_with_a_suggestion(inferview_home):
+    from inferview.content.loader import cross_reference_errors
+
+    typo = GOOD_Q.format(n=1).replace("topic: kv-cache", "topic: kv-cahce")
+    a = _write(inferview_home / "questions" / "a.yaml", "bank: same\ntitle: A\nquestions:" + typo)
+    b = _write(inferview_home / "questions" / "b.yaml",
+               "bank: same\ntitle: B\nquestions:" + GOOD_Q.format(n=2))
+    lib = load_library()
+    topic_errors = [e for e in cross_reference_errors(lib) if e.field == "question my-q-1.topic"]
+    assert [e.path for e in topic_errors] == [a]
+    assert "did you mean 'kv-cache'?" in topic_errors[0].message
+    assert any(e.path == b and "bank id 'same' is also used by" in e.message for e in lib.errors)

@@ -44,7 +44,7 @@ def test_lint_follow_up_that_does_not_exist(tmp_path):
 
 def test_lint_missing_path_is_an_error(tmp_path):
     result = _run("lint", str(tmp_path / "nope"))
-    assert result.exit_code == 1 and "no such file or folder" in result.output
+    assert result.exit_code == 2 and "no such file or folder" in result.output  # a usage error
 
 
 def test_lint_syntax_error_exits_nonzero_in_a_real_process(tmp_path):

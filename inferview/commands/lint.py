@@ -21,6 +21,8 @@ def command(path: Path | None, write_schema: bool) -> None:
         for p in write_schemas():
             click.echo(f"wrote {p}")
         return
+    if path is not None and not path.expanduser().exists():
+        raise click.UsageError(f"no such file or folder: {path}")
     report = lint(path)
     for err in report.errors:
         click.echo(str(err), err=True)

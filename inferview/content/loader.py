@@ -87,6 +87,8 @@ class Library:
     questions: dict[str, Question] = field(default_factory=dict)
     question_bank: dict[str, str] = field(default_factory=dict)
     """Question id -> id of the bank it came from."""
+    question_path: dict[str, Path] = field(default_factory=dict)
+    """Question id -> the file it came from."""
     challenges: dict[str, LoadedChallenge] = field(default_factory=dict)
     errors: list[ContentError] = field(default_factory=list)
 
@@ -288,6 +290,10 @@ def load_library(include_user: bool = True, *, extra_question_dirs: list[Path] |
             lib.errors += errors
             if bank is None:
                 continue
+            same = next((b for b in lib.banks if b.bank.bank == bank.bank), None)
+            if same is not None:
+                lib.errors.append(ContentError(path, 1, "bank",
+                                               f"bank id {bank.bank!r} is also used by {same.path}"))
             for t in bank.topics:
                 lib.topics.setdefault(t.id, t)
             kept = []
@@ -299,6 +305,7 @@ def load_library(include_user: bool = True, *, extra_question_dirs: list[Path] |
                     continue
                 lib.questions[q.id] = q
                 lib.question_bank[q.id] = bank.bank
+                lib.question_path[q.id] = path
                 kept.append(q)
             lib.banks.append(LoadedBank(bank.model_copy(update={"questions": kept}), path, builtin))
 
@@ -319,12 +326,16 @@ def load_library(include_user: bool = True, *, extra_question_dirs: list[Path] |
 def cross_reference_errors(lib: Library) -> list[ContentError]:
     """Problems between files: unknown topics, follow-ups and linked questions that do not exist."""
     errors: list[ContentError] = []
-    bank_paths = {b.bank.bank: b.path for b in lib.banks}
+    import difflib
+
     for qid, q in lib.questions.items():
-        path = bank_paths.get(lib.question_bank[qid], Path("?"))
+        path = lib.question_path.get(qid, Path("?"))
         if q.topic not in lib.topics:
+            close = difflib.get_close_matches(q.topic, sorted(lib.topics), n=1)
+            hint = f"did you mean {close[0]!r}? or " if close else ""
             errors.append(ContentError(path, None, f"question {qid}.topic",
-                                       f"unknown topic {q.topic!r} (define it under 'topics:' in a bank)"))
+                                       f"unknown topic {q.topic!r} ({hint}define it under 'topics:' "
+                                       "in a bank)"))
         for f in q.follow_ups:
             if f not in lib.questions:
                 errors.append(ContentError(path, None, f"question {qid}.follow_ups", f"no question with id {f!r}"))

@@ -577,7 +577,9 @@ def _run_one(fn: Callable[..., Any], info: CheckInfo, ctx: Ctx, hseed: int,
     result = CheckResult(info.name, "passed")
     try:
         with with_reporter(lambda _msg: None):
-            fn(ctx)
+            reported = fn(ctx)
+        if isinstance(reported, str):
+            result = CheckResult(info.name, "passed", reported)  # e.g. measured throughput
     except _RunAborted as exc:
         exc.example = _describe_example(example) if example else ""  # type: ignore[attr-defined]
         raise

@@ -406,17 +406,25 @@ class Worker:
         mode = self.guard_cls() if self.guard_cls is not None else None
         _State.active = True
         _State.in_call = _in_call
+        cuda = self.torch.cuda.is_initialized()
+        if cuda:
+            self.torch.cuda.synchronize()
+        start = time.perf_counter()
         try:
             if mode is not None:
                 with mode:
                     return fn(*args, **kwargs)
             return fn(*args, **kwargs)
         finally:
+            if cuda:
+                self.torch.cuda.synchronize()
+            elapsed = time.perf_counter() - start
             _State.active = False
             _State.in_call = False
             self.last_stats = {"triton_launches": _State.triton_launches,
                                "torch_ops": dict(_State.torch_ops),
-                               "max_numel": _State.max_numel}
+                               "max_numel": _State.max_numel,
+                               "elapsed_s": elapsed}
 
     def op_load(self, req: dict[str, Any]) -> dict[str, Any]:
         torch = self.torch

@@ -7,6 +7,14 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
+if "TRITON_INTERPRET" not in os.environ:
+    # Triton decides how to build its library functions when it is first imported; without a GPU
+    # they must be built for the interpreter, whichever test happens to import triton first.
+    import torch
+
+    if not torch.cuda.is_available():
+        os.environ["TRITON_INTERPRET"] = "1"
+
 settings.register_profile("dev", max_examples=30, deadline=None)
 settings.register_profile(
     "ci",

@@ -105,16 +105,25 @@ def test_watch_missing_file_exit_2(capsys, tmp_path: Path) -> None:
 
 def test_watch_grades_then_exits_cleanly_on_interrupt(tmp_path: Path) -> None:
     sol = tmp_path / "solution.py"
-    sol.write_text((DEMO / "solutions/correct/mul.py").read_text())
+    sol.write_text((DEMO / "starter.py").read_text())
     log = tmp_path / "watch.log"
     with open(log, "w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "inferview", "watch", str(DEMO), str(sol), "--seed", "1"],
+            [sys.executable, "-m", "inferview", "watch", str(DEMO), str(sol), "--seed", "1",
+             "--debounce-ms", "50"],
             stdout=out, stderr=subprocess.STDOUT, text=True)
-    try:
+
+    def wait_for(text: str) -> None:
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and "watching" not in log.read_text():
+        while time.monotonic() < deadline and text not in log.read_text():
             time.sleep(0.2)
+
+    try:
+        wait_for("watching")
+        assert "unmodified starter" in log.read_text()  # nothing graded before the first save
+        sol.write_text((DEMO / "solutions/correct/mul.py").read_text())
+        wait_for("PASSED")
+        wait_for("watching")
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=30)
     finally:

@@ -23,7 +23,7 @@ def command(challenge_id: str, file: Path | None, device: str, seed: int | None,
 
     Ctrl+C stops.
     """
-    from inferview.commands.grade import _record, render
+    from inferview.commands.grade import _is_unmodified_starter, _record, render
     from inferview.graders.engine import GradingUsageError, grade, load_challenge
     from inferview.paths import workspace_dir
 
@@ -41,6 +41,11 @@ def command(challenge_id: str, file: Path | None, device: str, seed: int | None,
 
     def run_once() -> None:
         click.clear()
+        if _is_unmodified_starter(ch.folder / ch.spec.starter, path):
+            click.echo(f"{path} is still the unmodified starter: write your solution, save, and it "
+                       "is graded.")
+            click.echo(f"\nwatching {path.name} for changes (Ctrl+C to stop)")
+            return
         click.echo(f"grading {path} ...")
         try:
             result = grade(ch.folder, path, device=device, seed=seed)

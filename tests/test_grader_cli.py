@@ -180,3 +180,13 @@ def test_grade_accepts_a_byte_order_mark_and_names_a_non_utf8_byte(capsys, tmp_p
     data = json.loads(out)
     assert code == 1 and data["verdict"] == "error"
     assert "not UTF-8 text (byte 0xe9 on line 2)" in data["checks"][0]["message"]
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="needs mkfifo")
+def test_grade_a_fifo_is_named_as_not_a_file_without_blocking(capsys, tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "pipe.py"
+    os.mkfifo(fifo)
+    code, out, err = run_cli(capsys, "grade", str(DEMO), str(fifo))
+    assert code == 2 and out == "" and err.strip() == f"inferview: not a regular file: {fifo}"

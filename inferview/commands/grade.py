@@ -73,7 +73,8 @@ def command(challenge_id: str, file: Path, as_json: bool, device: str, seed: int
     try:
         challenge = load_challenge(challenge_id)
         if not file.is_file():
-            raise GradingUsageError(f"no such file: {file}")
+            raise GradingUsageError(f"not a regular file: {file}" if file.exists()
+                                    else f"no such file: {file}")
         if not as_json and _is_unmodified_starter(challenge.folder / challenge.spec.starter, file):
             click.echo(f"inferview: {file} is still the unmodified starter of {challenge.spec.id}: "
                        "write your solution in it, then grade it again", err=True)

@@ -164,3 +164,26 @@ def test_a_write_that_stays_locked_is_a_clear_error(tmp_path, monkeypatch):
     finally:
         raw.close()
         s.close()
+
+
+def test_a_read_only_store_is_a_clear_error_never_moved_aside(tmp_path, monkeypatch):
+    import inferview.store as store_mod
+
+    path = tmp_path / "p.sqlite3"
+    with Store.open(path) as s:
+        s.set_setting("kept", "yes")
+    raw = sqlite3.connect(path)
+    raw.execute("PRAGMA journal_mode = DELETE")
+    raw.close()
+    real_connect = sqlite3.connect
+
+    def read_only(p, **kw):  # what a read-only file or folder gives (the tests may run as root)
+        return real_connect(f"file:{p}?mode=ro", uri=True, **kw)
+
+    monkeypatch.setattr(store_mod.sqlite3, "connect", read_only)
+    with pytest.raises(StoreError, match="cannot be opened for writing"):
+        Store.open(path, backup=False)
+    monkeypatch.undo()
+    assert not list(tmp_path.glob("*corrupt*"))
+    with Store.open(path) as s:
+        assert s.get_setting("kept") == "yes"

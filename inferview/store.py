@@ -245,7 +245,7 @@ class Store:
             return
         try:
             self.backup(target)
-        except OSError:
+        except (OSError, sqlite3.Error):
             return  # a backup that cannot be written must not stop the user from practising
         backups = sorted(folder.glob(f"{self.path.stem}-*.sqlite3"))
         for old in backups[:-BACKUPS_KEPT]:

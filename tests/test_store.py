@@ -187,3 +187,14 @@ def test_a_read_only_store_is_a_clear_error_never_moved_aside(tmp_path, monkeypa
     assert not list(tmp_path.glob("*corrupt*"))
     with Store.open(path) as s:
         assert s.get_setting("kept") == "yes"
+
+
+def test_a_backup_that_cannot_be_written_does_not_stop_the_store(tmp_path):
+    from datetime import date
+
+    path = tmp_path / "p.sqlite3"
+    blocked = tmp_path / "backups" / f"p-{date.today().isoformat()}.sqlite3.part"
+    blocked.mkdir(parents=True)  # sqlite cannot open a folder as the backup file
+    with Store.open(path) as s:
+        s.set_setting("k", "v")
+        assert s.get_setting("k") == "v"

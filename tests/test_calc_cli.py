@@ -129,6 +129,12 @@ def test_malformed_configs_give_one_line_and_exit_1(tmp_path):
         ({**base, "num_local_experts": [8]}, "num_local_experts"),
         ({**base, "num_hidden_layers": 10**30}, "too large"),
         ({k: v for k, v in base.items() if k != "vocab_size"}, "vocab_size"),
+        ({**base, "num_key_value_heads": 0}, "between 1 and num_attention_heads (4), got 0"),
+        ({**base, "num_key_value_heads": 8}, "between 1 and num_attention_heads (4), got 8"),
+        ({**base, "num_attention_heads": 3, "num_key_value_heads": 2, "hidden_size": 6},
+         "must be a multiple of num_key_value_heads"),
+        ({**base, "hidden_size": 9}, "give head_dim"),
+        ({**base, "num_hidden_layers": 0}, "at least 1"),
     ]
     for i, (config, says) in enumerate(cases):
         p = tmp_path / f"c{i}.json"

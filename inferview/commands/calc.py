@@ -56,7 +56,35 @@ def _load_config(path: Path) -> dict[str, Any]:
     for key in ("num_hidden_layers", "num_attention_heads", "hidden_size"):
         if key not in data:
             raise click.ClickException(f"{path}: missing {key!r} (is this a Hugging Face config.json?)")
+    problem = _shape_problem(data)
+    if problem:
+        raise click.ClickException(f"{path}: {problem}")
     return data
+
+
+def _is_count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _shape_problem(cfg: dict[str, Any]) -> str | None:
+    """Head and layer counts no transformer can have (the estimators would report 0 bytes or round a
+    head_dim down); type errors are left to the estimators' own messages."""
+    layers, heads, hidden = cfg["num_hidden_layers"], cfg["num_attention_heads"], cfg["hidden_size"]
+    kv = cfg.get("num_key_value_heads")
+    if _is_count(layers) and layers < 1:
+        return f"num_hidden_layers must be at least 1, got {layers}"
+    if not _is_count(heads) or heads < 1:
+        return None
+    if _is_count(kv):
+        if not 1 <= kv <= heads:
+            return f"num_key_value_heads must be between 1 and num_attention_heads ({heads}), got {kv}"
+        if heads % kv:
+            return (f"num_attention_heads ({heads}) must be a multiple of num_key_value_heads ({kv}): "
+                    "each KV head serves a whole group of query heads")
+    if cfg.get("head_dim") is None and _is_count(hidden) and hidden % heads:
+        return (f"hidden_size ({hidden}) is not a multiple of num_attention_heads ({heads}); "
+                "give head_dim in the config")
+    return None
 
 
 def _gpu_report(config: dict[str, Any], seq_len: int, batch: int, dtype: str, wdtype: str,

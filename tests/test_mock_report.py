@@ -126,5 +126,17 @@ def test_report_of_unknown_or_unfinished_session_is_a_clear_error():
         mock_id, _ = mock_store.start(store, LIB, 15, seed=1)
     result = CliRunner().invoke(cli, ["report", str(mock_id)])
     assert result.exit_code == 1 and "has not finished" in result.output
+    assert f"inferview mock --resume {mock_id}" in result.output
     result = CliRunner().invoke(cli, ["report", "abc"])
     assert result.exit_code == 2
+    with Store.open() as store:
+        broken = store.create_mock({"minutes": 15})
+        store.update_mock(broken, {}, "finished")
+        garbled = store.create_mock({"minutes": 15})
+        store.update_mock(garbled, {"report": {"nonsense": 1}}, "finished")
+    result = CliRunner().invoke(cli, ["report", str(broken)])
+    assert result.exit_code == 1 and "has no saved report" in result.output
+    result = CliRunner().invoke(cli, ["report", str(garbled)])
+    assert result.exit_code == 1 and "cannot be read" in result.output, result.output
+    result = CliRunner().invoke(cli, ["report"])  # the latest with a report, not the one without
+    assert result.exit_code == 1 and f"mock interview {garbled} cannot be read" in result.output

@@ -19,7 +19,8 @@ def command(session: str | None, as_md: bool, as_json: bool) -> None:
     from inferview.mock.store import load_report
 
     with open_store() as store:
-        finished = [m for m in store.list_mocks() if m["status"] == "finished"]
+        finished = [m for m in store.list_mocks()
+                    if m["status"] == "finished" and "report" in m["state"]]
         if session is None:
             if not finished:
                 raise click.ClickException("no finished mock interview yet; start one with 'inferview mock'")

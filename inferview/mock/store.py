@@ -61,5 +61,12 @@ def load_report(store: Store, mock_id: int) -> Report:
     if row is None:
         raise KeyError(f"no mock interview with id {mock_id}")
     if "report" not in row["state"]:
-        raise KeyError(f"mock interview {mock_id} has not finished yet (status: {row['status']})")
-    return Report.from_dict(row["state"]["report"])
+        if row["status"] in ("running", "paused"):
+            raise KeyError(f"mock interview {mock_id} has not finished yet (status: {row['status']}); "
+                           f"resume it with 'inferview mock --resume {mock_id}'")
+        raise KeyError(f"mock interview {mock_id} has no saved report (status: {row['status']})")
+    try:
+        return Report.from_dict(row["state"]["report"])
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise KeyError(f"the saved report of mock interview {mock_id} cannot be read "
+                       f"({type(exc).__name__}: {exc})") from None

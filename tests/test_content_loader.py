@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from inferview.content.loader import find_challenge, load_bank_file, load_library
 from inferview.content.models import Bank
 
@@ -151,6 +153,13 @@ def test_unknown_challenge_suggests_the_closest_id():
     msg = unknown_challenge_message("kv-cach", ["kv-cache", "kv-cache-size", "quantize"])
     assert msg.startswith("unknown challenge 'kv-cach'; did you mean 'kv-cache'?")
     assert "did you mean" not in unknown_challenge_message("zzzz", ["kv-cache"])
+    assert "did you mean 'kv-cache-size'?" in unknown_challenge_message("KV-CACHE-SIZE",
+                                                                       ["kv-cache", "kv-cache-size"])
+
+
+def test_a_folder_without_challenge_yaml_is_named_as_such(tmp_path):
+    with pytest.raises(KeyError, match="is a folder but not a challenge"):
+        find_challenge(str(tmp_path))
 
 
 def test_a_topic_typo_is_blamed_on_its_own_file_with_a_suggestion(inferview_home):

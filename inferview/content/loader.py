@@ -365,6 +365,9 @@ def find_challenge(id_or_folder: str, library: Library | None = None) -> LoadedC
     broken = [e for e in lib.errors if e.path.parent.name == id_or_folder]
     if broken:
         raise UnknownChallenge(f"challenge {id_or_folder!r} is invalid: {broken[0]}")
+    if candidate.is_dir():
+        raise UnknownChallenge(f"{id_or_folder} is a folder but not a challenge (no challenge.yaml "
+                               "in it)")
     raise UnknownChallenge(unknown_challenge_message(id_or_folder, lib.challenges))
 
 
@@ -373,6 +376,7 @@ def unknown_challenge_message(name: str, known_ids: Iterable[str]) -> str:
     import difflib
 
     known = sorted(known_ids)
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
+    by_lower = {k.lower(): k for k in known}
+    close = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.6)
+    hint = f"; did you mean {by_lower[close[0]]!r}?" if close else ""
     return f"unknown challenge {name!r}{hint} (known: {', '.join(known) or 'none'})"

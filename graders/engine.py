@@ -666,6 +666,10 @@ def grade(
         return finish("error", [CheckResult(
             LOAD_CHECK, "error", f"{path.name} is not UTF-8 text (byte 0x{raw[exc.start]:02x} on line "
             f"{line}): save it as UTF-8")])
+    if "\x00" in source:
+        line = source[:source.index("\x00")].count("\n") + 1
+        return finish("error", [CheckResult(
+            LOAD_CHECK, "error", f"{path.name} is not a text file (a NUL byte on line {line})")])
     filename = path.name if path.suffix == ".py" else path.name + ".py"
 
     runner = _Runner(ch, backend, source, filename, cancel_fn)
@@ -690,7 +694,8 @@ def _grade_with(runner: _Runner, ch: Challenge, source: str, filename: str, back
         caret = ""
         if text and exc.offset:
             caret = "\n    " + " " * (max(exc.offset, 1) - 1 - (len(text) - len(text.lstrip()))) + "^"
-        msg = f"syntax error at line {exc.lineno}: {exc.msg}"
+        msg = (f"syntax error at line {exc.lineno}: {exc.msg}" if exc.lineno
+               else f"syntax error: {exc.msg}")
         if text:
             msg += f"\n    {text.strip()}{caret}"
         return finish("error", [CheckResult(LOAD_CHECK, "error", msg)], runner)

@@ -180,6 +180,12 @@ def test_grade_accepts_a_byte_order_mark_and_names_a_non_utf8_byte(capsys, tmp_p
     data = json.loads(out)
     assert code == 1 and data["verdict"] == "error"
     assert "not UTF-8 text (byte 0xe9 on line 2)" in data["checks"][0]["message"]
+    nul = tmp_path / "nul.py"
+    nul.write_bytes(source + b"\n\x00\n")
+    code, out, _ = run_cli(capsys, "grade", str(DEMO), str(nul), "--json", "--no-record")
+    message = json.loads(out)["checks"][0]["message"]
+    line = source.count(b"\n") + 2
+    assert code == 1 and message == f"nul.py is not a text file (a NUL byte on line {line})"
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="needs mkfifo")

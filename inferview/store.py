@@ -4,8 +4,10 @@
   TUI and ``inferview grade`` in another terminal) can write at once.
 - A schema version (``PRAGMA user_version``) with forward migrations; a store written by a newer
   inferview is refused with a clear message rather than silently altered.
-- ``PRAGMA quick_check`` on open; a corrupt file is moved aside (kept, named in ``Store.notice``) and a
-  fresh store is made, so the command still works.
+- ``PRAGMA quick_check`` on open; a corrupt file is moved aside (kept, named in ``Store.notice``) and
+  the newest good backup is restored, or a fresh store made when there is none, so the command still
+  works. A lock or a permission problem is not corruption: it is a :class:`StoreError` and the file is
+  left alone.
 - A backup through SQLite's online backup API on open (at most one a day), the last few kept.
 
 Timestamps are stored as ISO-8601 UTC text; JSON payloads (grading results, FSRS cards, mock
@@ -172,11 +174,15 @@ class Store:
                         f"The progress store {path} could not be read ({exc}) and could not be "
                         f"moved aside ({move_exc.strerror or move_exc}); it was left untouched."
                     ) from None
-                notice = (
-                    f"The progress store {path} could not be read ({exc}); it was kept as {aside} "
-                    "and a fresh store was made."
-                )
-                conn = cls._connect_checked(path)
+                conn, restored = cls._restore_latest_backup(path)
+                if restored is None:
+                    notice = (f"The progress store {path} could not be read ({exc}); it was kept as "
+                              f"{aside} and a fresh store was made.")
+                    conn = cls._connect_checked(path)
+                else:
+                    notice = (f"The progress store {path} could not be read ({exc}); it was kept as "
+                              f"{aside} and your progress was restored from the backup {restored.name} "
+                              "(anything recorded after that backup is only in the kept file).")
             store = cls(conn, path, notice)
             try:
                 store._migrate()
@@ -206,6 +212,18 @@ class Store:
             conn.close()
             raise
         return conn
+
+    @classmethod
+    def _restore_latest_backup(cls, path: Path) -> tuple[sqlite3.Connection | None, Path | None]:
+        """Copy the newest backup that passes ``quick_check`` to ``path`` and open it."""
+        folder = path.parent / "backups"
+        for backup in sorted(folder.glob(f"{path.stem}-*.sqlite3"), reverse=True):
+            try:
+                shutil.copyfile(backup, path)
+                return cls._connect_checked(path), backup
+            except (OSError, sqlite3.DatabaseError):
+                path.unlink(missing_ok=True)
+        return None, None
 
     @staticmethod
     def _move_aside(path: Path) -> Path:

@@ -198,3 +198,17 @@ def test_a_backup_that_cannot_be_written_does_not_stop_the_store(tmp_path):
     with Store.open(path) as s:
         s.set_setting("k", "v")
         assert s.get_setting("k") == "v"
+
+
+def test_a_corrupt_store_is_restored_from_the_newest_good_backup(tmp_path):
+    path = tmp_path / "p.sqlite3"
+    with Store.open(path, backup=False) as s:
+        s.record_question_attempt("q", "kv-cache", "open", "a", {}, True)
+        s.backup(tmp_path / "backups" / "p-2026-01-02.sqlite3")
+        s.record_question_attempt("q", "kv-cache", "open", "b", {}, True)
+    (tmp_path / "backups" / "p-2026-01-03.sqlite3").write_bytes(b"damaged too" * 100)
+    path.write_bytes(b"not a database" * 100)
+    with Store.open(path, backup=False) as s:
+        assert "restored from the backup p-2026-01-02.sqlite3" in s.notice
+        assert [a["answer"] for a in s.question_attempts()] == ["a"]
+    assert list(tmp_path.glob("p.sqlite3.corrupt-*"))[0].read_bytes().startswith(b"not a database")

@@ -196,3 +196,13 @@ def test_grade_a_fifo_is_named_as_not_a_file_without_blocking(capsys, tmp_path: 
     os.mkfifo(fifo)
     code, out, err = run_cli(capsys, "grade", str(DEMO), str(fifo))
     assert code == 2 and out == "" and err.strip() == f"inferview: not a regular file: {fifo}"
+
+
+def test_start_answers_without_importing_torch(tmp_path: Path) -> None:
+    code = ("import sys\nfrom inferview.cli import main\ntry:\n"
+            f"    main(['start', {str(DEMO)!r}, '--dir', {str(tmp_path)!r}])\n"
+            "except SystemExit as exc:\n    assert not exc.code, exc.code\n"
+            "assert 'torch' not in sys.modules, 'start imported torch'\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "demo-scale" / "solution.py").is_file()

@@ -140,3 +140,13 @@ def test_report_of_unknown_or_unfinished_session_is_a_clear_error():
     assert result.exit_code == 1 and "cannot be read" in result.output, result.output
     result = CliRunner().invoke(cli, ["report"])  # the latest with a report, not the one without
     assert result.exit_code == 1 and f"mock interview {garbled} cannot be read" in result.output
+
+
+def test_resume_of_an_unknown_or_finished_session_is_refused_before_the_app_opens():
+    result = CliRunner().invoke(cli, ["mock", "--resume", "999"])
+    assert result.exit_code == 1 and "no mock interview with id 999" in result.output
+    with Store.open() as store:
+        done = store.create_mock({"minutes": 15})
+        store.update_mock(done, {}, "finished")
+    result = CliRunner().invoke(cli, ["mock", "--resume", str(done)])
+    assert result.exit_code == 1 and f"inferview report {done}" in result.output

@@ -67,7 +67,10 @@ def render(result: dict[str, Any], *, file: str = "", output: str = "", err: boo
 @click.option("--no-record", is_flag=True, help="Do not save the result in the progress store.")
 def command(challenge_id: str, file: Path, as_json: bool, device: str, seed: int | None,
             no_record: bool) -> None:
-    """Grade FILE against challenge CHALLENGE_ID (an id or a challenge folder)."""
+    """Grade FILE against challenge CHALLENGE_ID (an id or a challenge folder).
+
+    Exit status 0 when every check passed, 1 when not, 2 for a usage error (unknown challenge,
+    missing file, no CUDA for --device cuda)."""
     from inferview.graders.engine import GradingUsageError, grade, load_challenge
 
     try:

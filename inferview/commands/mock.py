@@ -16,6 +16,16 @@ def command(minutes: float | None, focus: str | None, resume: int | None, seed: 
     countdown, and a scored report at the end. Without --minutes the app asks for a length."""
     from inferview.content.loader import load_library
 
+    if resume is not None:
+        from inferview.commands import open_store
+
+        with open_store(backup=False) as store:
+            row = store.get_mock(resume)
+        if row is None:
+            raise click.ClickException(f"no mock interview with id {resume}")
+        if row["status"] not in ("running", "paused"):
+            raise click.ClickException(f"mock interview {resume} is {row['status']}; see its report "
+                                       f"with 'inferview report {resume}'")
     if focus is not None:
         lib = load_library()
         if focus not in lib.topics:

@@ -15,7 +15,7 @@ import click
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
               show_default=True)
 @click.option("--seed", type=int, default=None, help="Use this seed for every run.")
-@click.option("--debounce-ms", type=int, default=300, show_default=True,
+@click.option("--debounce-ms", type=click.IntRange(min=0), default=300, show_default=True,
               help="Wait this long after a save before grading.")
 def command(challenge_id: str, file: Path | None, device: str, seed: int | None,
             debounce_ms: int) -> None:

@@ -206,3 +206,13 @@ def test_start_answers_without_importing_torch(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "demo-scale" / "solution.py").is_file()
+
+
+def test_grade_usage_errors_answer_without_importing_torch(tmp_path: Path) -> None:
+    code = ("import sys\nfrom inferview.cli import main\ncodes = []\n"
+            f"for args in (['grade', 'kv-cach', 'x.py'], ['grade', {str(DEMO)!r}, {str(tmp_path)!r} + '/none.py']):\n"
+            "    try:\n        main(args)\n    except SystemExit as exc:\n        codes.append(exc.code)\n"
+            "assert codes == [2, 2], codes\nassert 'torch' not in sys.modules, 'imported torch'\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "did you mean 'kv-cache'?" in proc.stderr and "no such file" in proc.stderr

@@ -71,17 +71,26 @@ def command(challenge_id: str, file: Path, as_json: bool, device: str, seed: int
 
     Exit status 0 when every check passed, 1 when not, 2 for a usage error (unknown challenge,
     missing file, no CUDA for --device cuda)."""
+    from inferview.content.loader import find_challenge
+
+    # Usage errors first, with the torch-free loader: they answer at once.
+    try:
+        found = find_challenge(challenge_id)
+    except KeyError as exc:
+        click.echo(f"inferview: {exc.args[0] if exc.args else exc}", err=True)
+        sys.exit(2)
+    if not file.is_file():
+        click.echo(f"inferview: {'not a regular file' if file.exists() else 'no such file'}: {file}",
+                   err=True)
+        sys.exit(2)
+    if not as_json and _is_unmodified_starter(found.folder / found.spec.starter, file):
+        click.echo(f"inferview: {file} is still the unmodified starter of {found.spec.id}: "
+                   "write your solution in it, then grade it again", err=True)
+        sys.exit(1)
     from inferview.graders.engine import GradingUsageError, grade, load_challenge
 
     try:
-        challenge = load_challenge(challenge_id)
-        if not file.is_file():
-            raise GradingUsageError(f"not a regular file: {file}" if file.exists()
-                                    else f"no such file: {file}")
-        if not as_json and _is_unmodified_starter(challenge.folder / challenge.spec.starter, file):
-            click.echo(f"inferview: {file} is still the unmodified starter of {challenge.spec.id}: "
-                       "write your solution in it, then grade it again", err=True)
-            sys.exit(1)
+        challenge = load_challenge(Path(found.folder))
         result = grade(challenge.folder, file, device=device, seed=seed)
     except GradingUsageError as exc:
         click.echo(f"inferview: {exc}", err=True)

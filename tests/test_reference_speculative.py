@@ -444,7 +444,9 @@ def test_reference_verifiers_are_calibrated_under_the_correct_step(verifier):
         assert ks_uniform(pvals) > 1e-3
 
 
-@pytest.mark.parametrize("name", sorted(_expected(VERIFIER)))
+# reads_step_identity.py is caught only because the worker hands steps over anonymously; the
+# solutions meta-test grades it through the real worker.
+@pytest.mark.parametrize("name", sorted(n for n in _expected(VERIFIER) if n != "reads_step_identity.py"))
 def test_verifier_wrong_solution_fails_its_targeted_check(name):
     _, checks = _checks_by_name(VERIFIER)
     want = _expected(VERIFIER)[name]

@@ -111,3 +111,15 @@ def test_inferview_home_pointing_at_a_file_is_one_clear_line(tmp_path, monkeypat
         assert proc.returncode == 1, args
         assert proc.stderr.strip() == f"inferview: the data folder {home} is a file, not a folder " \
             "(see INFERVIEW_HOME)", proc.stderr
+
+
+def test_app_with_an_unusable_store_says_so_before_taking_the_screen(inferview_home):
+    import sqlite3
+
+    Store.open().close()
+    conn = sqlite3.connect(inferview_home / "progress.sqlite3")
+    conn.execute("PRAGMA user_version = 99")
+    conn.close()
+    proc = subprocess.run([sys.executable, "-m", "inferview"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert "newer inferview" in proc.stderr and "Traceback" not in proc.stderr

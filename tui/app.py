@@ -128,4 +128,14 @@ def create_app(
 def run_app(initial: InitialChallenge | None = None, mock: dict[str, Any] | None = None) -> None:
     """Run the app in the terminal: Home (the bare ``inferview`` command), one challenge
     (``inferview challenge``) or a mock interview (``inferview mock``: ``MockScreen`` keywords)."""
-    create_app(initial=initial, mock=mock).run()
+    from inferview.store import Store, StoreError
+
+    try:
+        # Open the store before the screen is taken over: a store that cannot be used (locked by
+        # another process, read-only, from a newer version) ends with its one-line message.
+        store = Store.open()
+    except StoreError as exc:
+        raise SystemExit(f"inferview: {exc}") from None
+    app = create_app(initial=initial, mock=mock)
+    app.services.adopt_store(store)
+    app.run()

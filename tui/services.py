@@ -64,6 +64,12 @@ class Services:
                 self._store = Store.open(self.store_path)
             return self._store
 
+    def adopt_store(self, store: Any) -> None:
+        """Use an already opened store (``run_app`` opens it before the app starts, so a store
+        that cannot be used is reported on the terminal, and a repair notice reaches Home)."""
+        with self._lock:
+            self._store = store
+
     def get_grader(self) -> Any:
         """The grading client, created on first use. Creating it starts nothing heavy."""
         with self._lock:

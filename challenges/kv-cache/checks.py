@@ -12,6 +12,7 @@ from inferview.graders.api import (
     CheckFailed,
     Ctx,
     check,
+    expect,
     expect_close,
     expect_equal,
     expect_raises,
@@ -156,10 +157,16 @@ def grouped_heads(ctx: Ctx, case) -> None:
 
 @check("stays finite for large scores", max_examples=10, hint="exp overflows float32 past ~88: subtract each row's "
        "maximum score before exponentiating (torch.softmax does this for you).")
-@given(case=attention_cases(groups=(1, 2), decode=True))
+@given(case=attention_cases(scale=30.0))
 def large_logits(ctx: Ctx, case) -> None:
+    # Plain multi-head prefill, so only the size of the scores is new here: mask and head-mapping
+    # mistakes have checks of their own and should not be blamed on exp overflowing.
     q, k, v = _tensors(case, ctx.device, scale=30.0)
-    _expect_attention(ctx.sub.call("cached_attention", q, k, v), q, k, v, "cached_attention output")
+    got = ctx.sub.call("cached_attention", q, k, v)
+    if isinstance(got, torch.Tensor) and got.is_floating_point():
+        bad = (~torch.isfinite(got)).sum().item()
+        expect(bad == 0, f"{bad} of {got.numel()} outputs are NaN or Inf for scores of a few hundred")
+    _expect_attention(got, q, k, v, "cached_attention output")
 
 
 class _RemoteCache:
@@ -190,7 +197,7 @@ def tiny_decoder(ctx: Ctx, prompt_len: int, seed: int, steps: int) -> None:
     with torch.no_grad():
         logits = model.forward(tokens, caches, start_pos=0, attn=attn)
         expect_close(logits, model.forward(tokens), rtol=1e-4, atol=1e-4,
-                     what=f"logits after prefilling {prompt_len} tokens")
+                     what=f"logits after prefilling {prompt_len} token{'s' if prompt_len != 1 else ''}")
         for step in range(steps):
             nxt = model.forward(tokens)[:, -1].argmax(-1, keepdim=True)  # the reference's token
             logits = model.forward(nxt, caches, start_pos=tokens.shape[1], attn=attn)

@@ -140,3 +140,21 @@ def test_negation_inside_the_match_window_discards_the_match():
     own = Misconception(claim="pruning does not need data", phrases=["does not need data"],
                         correction="recovery needs data")
     assert detect_misconception(own, "Pruning does not need data at all.") is not None
+
+
+def test_example_answers_are_checked_by_self_check():
+    from inferview.content.models import OpenQuestion
+    from inferview.practice.openq import self_check
+
+    q = OpenQuestion.model_validate({
+        "id": "fa-exact-demo", "topic": "flash-attention", "prompt": "Is flash attention exact?",
+        "answer": "Yes: it computes exact attention in tiles with an online softmax.", "source": "test",
+        "key_points": [{"point": "exact", "phrases": ["exact attention", "same result"]}],
+        "misconceptions": [{"claim": "it approximates", "phrases": ["approximates attention"],
+                            "correction": "it is exact"}],
+        "examples": {"good": ["It gives the same result, just computed in blocks.", "It is faster."],
+                     "bad": ["It approximates attention to save memory.", "It is great."]},
+    })
+    problems = self_check(q)
+    assert problems == ["examples.good[1]: scores 0.00, missing 'exact'",
+                        "examples.bad[1]: no misconception is flagged"]

@@ -83,6 +83,16 @@ class _QuestionBase(_Model):
     """Free-form tags; ``seed-worded`` marks a question worded in a seed document."""
 
 
+class AnswerExamples(_Model):
+    """Sample answers that pin down how an open question is graded (checked by lint and tests)."""
+
+    good: list[str] = []
+    """Correct answers in other words than the model answer, as strong candidates give them: each
+    must be graded correct (score of at least 0.7, no misconception flagged)."""
+    bad: list[str] = []
+    """Answers that state a misconception in natural words: each must flag at least one."""
+
+
 class OpenQuestion(_QuestionBase):
     """Free-text question graded by key points and misconceptions."""
 
@@ -92,6 +102,8 @@ class OpenQuestion(_QuestionBase):
     """What a strong answer must contain."""
     misconceptions: list[Misconception] = []
     """Wrong statements to flag."""
+    examples: AnswerExamples = AnswerExamples()
+    """Sample good and bad answers: regression tests for the phrases."""
 
 
 class ChoiceQuestion(_QuestionBase):

@@ -17,10 +17,7 @@ from inferview.content.models import ChoiceQuestion, NumericQuestion, OpenQuesti
 from inferview.practice.choice import grade_choice
 from inferview.practice.drills import RenderedDrill, render
 from inferview.practice.numeric import grade_numeric
-from inferview.practice.openq import grade_open
-
-PASS_SCORE = 0.7
-"""An open answer with at least this score and no flagged misconception counts as correct."""
+from inferview.practice.openq import PASS_SCORE, grade_open
 
 
 @dataclass

@@ -65,6 +65,8 @@ NEGATION_LOOKBACK = 3
 """How many words before a misconception match are searched for a negation."""
 FLAG_PENALTY = 0.25
 """Score subtracted per flagged misconception."""
+PASS_SCORE = 0.7
+"""A free-text answer with at least this score and no misconception flagged is correct."""
 
 NEGATIONS: frozenset[str] = frozenset({"not", "no", "never", "without", "neither", "nor", "cannot"})
 """Single-word negations (any word ending in "n't" is one too)."""
@@ -293,4 +295,15 @@ def self_check(question: OpenQuestion) -> list[str]:
            for k in g.missed]
     out += [f"misconceptions: the model answer states {m.claim!r} (matched {g.matches[m.claim].phrase!r})"
             for m in g.flagged]
+    for i, text in enumerate(question.examples.good):
+        g = grade_open(question, text)
+        if g.flagged:
+            out.append(f"examples.good[{i}]: flagged as {g.flagged[0].claim!r} "
+                       f"(matched {g.matches[g.flagged[0].claim].phrase!r})")
+        elif g.score < PASS_SCORE:
+            out.append(f"examples.good[{i}]: scores {g.score:.2f}, missing "
+                       + "; ".join(repr(k.point) for k in g.missed))
+    for i, text in enumerate(question.examples.bad):
+        if not grade_open(question, text).flagged:
+            out.append(f"examples.bad[{i}]: no misconception is flagged")
     return out

@@ -16,7 +16,7 @@ PYTEST_ARGS ?=
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.inferview-installed
 
-.PHONY: run test lint bench clean-venv
+.PHONY: run test lint bench gpu-check clean-venv
 
 $(STAMP): pyproject.toml setup.py
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,12 @@ lint: $(STAMP)
 	$(BIN)/inferview lint
 
 bench: $(STAMP)
+	$(BIN)/inferview bench
+
+# On a machine with a CUDA GPU (and a CUDA build of torch): the CUDA-only tests, then the benchmark.
+gpu-check: $(STAMP)
+	$(BIN)/python -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'no CUDA GPU visible to torch')"
+	$(BIN)/python -m pytest -q -m cuda $(PYTEST_ARGS)
 	$(BIN)/inferview bench
 
 clean-venv:

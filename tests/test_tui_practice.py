@@ -123,3 +123,26 @@ async def test_due_reviews_come_before_new_questions(app_factory) -> None:
         await _start(pilot)
         text = screen_text(app)
         assert "review · Flash attention" in text and "Is flash attention exact?" in text
+
+
+async def test_a_numeric_answer_without_a_number_is_not_graded(app_factory) -> None:
+    """A typo ("banana", "1,2 GB") asks again instead of recording a miss and showing the answer."""
+    app = app_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await _start(pilot)
+        await pilot.press("ctrl+n", "ctrl+n")  # skip the open and the choice questions
+        await pilot.pause()
+        assert "131,072 tokens" in screen_text(app)
+        assert "submits." in screen_text(app)  # the whole hint shows at 80 columns
+        for typo in ("banana", "1,2 GB"):
+            await _type(pilot, typo)
+            await pilot.press("enter")
+            await pilot.pause()
+            assert screen.feedback is None and "Expected:" not in screen_text(app)
+            assert any("Write a number with its unit" in n.message for n in app._notifications)
+            screen.query_one("#answer-numeric").value = ""
+        await _type(pilot, "40 apples")  # a number with a wrong unit is an answer: graded
+        await pilot.press("enter")
+        await pilot.pause()
+        assert screen.feedback is not None and "✗ Not yet" in screen_text(app)
+    assert [a["answer"] for a in app.services.get_store().question_attempts()] in ([], ["40 apples"])

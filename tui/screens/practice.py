@@ -29,6 +29,21 @@ from textual.widgets.selection_list import Selection
 from inferview.content.models import ChoiceQuestion, NumericQuestion, OpenQuestion
 
 
+def _unreadable_number(text: str, unit: str) -> str | None:
+    """Why a numeric answer holds no readable number (a typo, not an attempt), else None.
+
+    A readable number with a wrong or unknown unit is a real answer and is graded."""
+    from inferview.practice.units import UnitError, parse_answer
+
+    try:
+        parse_answer(text, unit)
+    except UnitError as exc:
+        message = str(exc)
+        if message.startswith("could not read a number") or "commas may only group thousands" in message:
+            return message
+    return None
+
+
 def _point_label(point: str, hit: bool) -> Text:
     return Text.assemble(("✓ hit     " if hit else "✗ missed  ", "green" if hit else "red"), point)
 
@@ -161,6 +176,13 @@ class PracticeScreen(Screen[None]):
         if (isinstance(answer, str) and not answer.strip()) or (isinstance(answer, list) and not answer):
             self.notify("Answer first (or ctrl+n to skip).", severity="warning")
             return
+        if isinstance(q, NumericQuestion) and isinstance(answer, str) and item.rendered is not None:
+            problem = _unreadable_number(answer, item.rendered.unit)
+            if problem:
+                # a typo is not an attempt: grading it would record a miss and give the answer away
+                self.notify(f"{problem[0].upper()}{problem[1:]}. Write a number with its unit, e.g. 40 GiB.",
+                            severity="warning")
+                return
         self.feedback = self.session.grade(answer, round(time.monotonic() - self._shown_at, 1))
         self.show_feedback()
 

@@ -158,3 +158,25 @@ def test_example_answers_are_checked_by_self_check():
     problems = self_check(q)
     assert problems == ["examples.good[1]: scores 0.00, missing 'exact'",
                         "examples.bad[1]: no misconception is flagged"]
+
+
+def test_phrases_the_matcher_cannot_use_are_reported():
+    from inferview.practice.openq import phrase_problem
+
+    assert "matching ignores ×" in phrase_problem("2×")
+    assert phrase_problem("T²") is not None and phrase_problem("γ") == "has no words the matcher can see"
+    assert phrase_problem("b·k/e") is not None and phrase_problem("0.5") is not None
+    for fine in ("2:4", "448", "3.36", "93 gb", "up to 2x", "flash attention approximates", "1.78×"):
+        assert phrase_problem(fine) is None, fine
+
+
+def test_a_misconception_does_not_match_across_sentences():
+    from inferview.content.models import Misconception
+    from inferview.practice.openq import detect_misconception
+
+    sparse = Misconception(claim="attention is sparse in an MoE", phrases=["attention is sparse"],
+                           correction="only the FFN is sparse")
+    assert detect_misconception(sparse, "Experts replace the FFN, not attention; only the FFN is sparse.") is None
+    assert detect_misconception(sparse, "In an MoE the attention is sparse too.") is not None
+    spans = Misconception(claim="same range", phrases=["same range; bf16"], correction="bf16 has fp32's range")
+    assert detect_misconception(spans, "They have the same range; bf16 rounds differently.") is not None

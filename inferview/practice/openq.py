@@ -40,7 +40,9 @@ Negation (misconceptions only)
     break, so "No, it only helps training" is still flagged while "it is not an approximation" is
     not. A match is also discarded when a negation sits among its own words (between the first and
     the last matched word) and the phrase itself has none: "flash attention is exact, not
-    approximate" does not state "is approximate". Negations: "not", "no", "never", "without", "neither", "nor", "cannot",
+    approximate" does not state "is approximate"; and when its words span two sentences or clauses
+    split by ``. ; : ! ?`` or a line break ("attention; only the FFN is sparse" does not state
+    "attention is sparse") unless the phrase itself spans one. Key points may span them. Negations: "not", "no", "never", "without", "neither", "nor", "cannot",
     any contraction ending in "n't" ("isn't", "doesn't", "don't", "can't", ...), and the two-word
     negations "rather than" and "instead of" (counted when their last word lies in those 3 words).
     A misconception is flagged when at least one of its phrases has a match that is not discarded.
@@ -76,11 +78,13 @@ NEGATION_PAIRS: tuple[tuple[str, str], ...] = (("rather", "than"), ("instead", "
 _TOKEN = re.compile(r"\d+(?:\.\d+)+|[a-z0-9]+(?:'[a-z]+)*")
 _VOWELS = set("aeiouy")
 _BOUNDARY = re.compile(r"[.,;:!?\n]")
+_SENTENCE = re.compile(r"(?<![0-9])[.;:!?\n]|[.](?![0-9])")  # not the point inside "1.5"
 
 
-def _tokens_and_breaks(text: str) -> tuple[list[str], frozenset[int]]:
+def _tokens_and_breaks(text: str, boundary: re.Pattern[str] | None = None) -> tuple[list[str], frozenset[int]]:
     """Words (rules 1 and 2) and the indices ``i`` where a clause boundary (``. , ; : ! ?`` or a
-    line break) separates word ``i - 1`` from word ``i``."""
+    line break; ``boundary`` overrides the set) separates word ``i - 1`` from word ``i``."""
+    boundary = boundary or _BOUNDARY
     text = text.lower().replace("\u2019", "'").replace("\u2018", "'")
     text = re.sub(r"[-/\u2010-\u2015]", " ", text)
     words: list[str] = []
@@ -92,7 +96,7 @@ def _tokens_and_breaks(text: str) -> tuple[list[str], frozenset[int]]:
             w = w[:-2]
         if not w:
             continue
-        if words and _BOUNDARY.search(text, last_end, m.start()):
+        if words and boundary.search(text, last_end, m.start()):
             breaks.add(len(words))
         words.append(w)
         last_end = m.end()
@@ -252,12 +256,15 @@ def detect_point(point: KeyPoint, text: str) -> Match | None:
 def detect_misconception(mis: Misconception, text: str) -> Match | None:
     """The first non-negated match of any of the misconception's phrases in ``text``."""
     raw, breaks = _tokens_and_breaks(text)
+    _, sentences = _tokens_and_breaks(text, _SENTENCE)
     words = [stem(w) for w in raw]
     for phrase in mis.phrases:
         own_negation = any(_is_negation(w) for w in tokenize(phrase))
+        own_split = bool(_tokens_and_breaks(phrase, _SENTENCE)[1])  # "same range; bf16" spans one
         for start, end in _matches(normalize(phrase), words):
             inside = not own_negation and any(_is_negation(raw[i]) for i in range(start + 1, end))
-            if not inside and not _negated(raw, start, breaks):
+            split = not own_split and any(i in sentences for i in range(start + 1, end + 1))
+            if not inside and not split and not _negated(raw, start, breaks):
                 return Match(phrase, start, end)
     return None
 
@@ -287,12 +294,37 @@ def grade_open(
     return OpenGrade(hits=hits, missed=missed, flagged=flagged, matches=matches)
 
 
+_IGNORED_SYMBOL = re.compile(r"[^\w\s\-/'\u2019\u2018.,;:!?()\[\]\"\u2010-\u2015]")
+
+
+def phrase_problem(phrase: str) -> str | None:
+    """Why a detection phrase cannot work as written, or None: it normalises to nothing, to a lone
+    letter or small number, or to single characters only — which countless answers contain, often
+    because the symbol that carried the meaning is dropped ("2×" is just "2", "T²" just "t",
+    "b·k/e" just "b k e")."""
+    words = normalize(phrase)
+    if not words:
+        return "has no words the matcher can see"
+    if re.fullmatch(r"\s*\d+:\d+\s*", phrase):
+        return None  # N:M sparsity ("2:4"): two numbers side by side are specific enough
+    digits = words[0].replace(".", "")
+    lone = len(words) == 1 and (len(words[0]) == 1 or (digits.isdigit() and len(digits) <= 2))
+    if lone or all(len(w) == 1 for w in words):
+        symbols = sorted(set(_IGNORED_SYMBOL.findall(phrase)))
+        dropped = f" (matching ignores {' '.join(symbols)})" if symbols else ""
+        return f"reads as {' '.join(words)!r}{dropped}, which too many answers contain; write it in words"
+    return None
+
+
 def self_check(question: OpenQuestion) -> list[str]:
     """Problems an author should fix (for ``lint``): key points whose phrases do not match the
     question's own model answer, and misconceptions the model answer itself states."""
     g = grade_open(question, question.answer)
     out = [f"key_points: {k.point!r} is not detected in the model answer (phrases {k.phrases})"
            for k in g.missed]
+    for where, items in (("key_points", question.key_points), ("misconceptions", question.misconceptions)):
+        for item in items:
+            out += [f"{where}: phrase {p!r} {why}" for p in item.phrases if (why := phrase_problem(p))]
     out += [f"misconceptions: the model answer states {m.claim!r} (matched {g.matches[m.claim].phrase!r})"
             for m in g.flagged]
     for i, text in enumerate(question.examples.good):

@@ -174,3 +174,17 @@ async def test_file_option_edits_that_file(app_factory, tmp_path: Path) -> None:
         await pilot.pause()
         assert app.screen.path == mine and app.screen.editor.text == WRONG
         assert not (paths.workspace_dir() / "demo-sum" / "solution.py").exists()
+
+
+async def test_the_editor_keeps_python_indentation_on_enter(app_factory) -> None:
+    """Typing a function in the editor: enter indents the body and keeps the body's level."""
+    app = app_factory(grading_client=FakeGradingClient(), initial=InitialChallenge("demo-sum"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        editor = app.screen.editor
+        editor.load_text("")
+        editor.focus()
+        for line in ("def add(a, b):", "s = a + b", "return s"):
+            await pilot.press(*["space" if c == " " else c for c in line], "enter")
+        await pilot.pause()
+        assert editor.text == "def add(a, b):\n    s = a + b\n    return s\n    "

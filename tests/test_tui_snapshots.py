@@ -15,6 +15,7 @@ from inferview.tests.test_tui_support import (  # noqa: F401
     app_factory_fixture,
 )
 from inferview.tui.app import InitialChallenge
+from textual.widgets import Input, TextArea
 
 SIZE = (80, 24)
 
@@ -31,7 +32,7 @@ def _drive(*keys: str):
                 await pilot.app.workers.wait_for_complete()
                 await pilot.pause()
         focused = pilot.app.focused
-        if focused is not None and type(focused).__name__ in ("TextArea", "Input"):
+        if isinstance(focused, (TextArea, Input)):
             # a blinking text cursor makes the frame depend on timing: take it out of the picture
             pilot.app.screen.set_focus(None)
         await pilot.pause()

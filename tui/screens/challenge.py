@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from inferview.tui.messages import GradingDone, GradingError, GradingProgress, SolutionChangedOnDisk
+from inferview.tui.widgets.editor import PythonEditor
 from inferview.tui.widgets.results import ResultsPanel, verdict_text
 from rich.text import Text
 from textual import work
@@ -110,7 +111,7 @@ class ChallengeScreen(Screen[None]):
                     with VerticalScroll(id="hints-scroll"):
                         yield Markdown(id="hints-md")
             with Vertical(id="right"):
-                yield TextArea.code_editor("", language="python", id="editor")
+                yield PythonEditor.code_editor("", language="python", id="editor")
         yield Static(id="grading-bar")
         yield Footer()
 

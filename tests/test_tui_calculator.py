@@ -84,3 +84,19 @@ def test_sliding_window_and_mla_presets_go_through_the_estimators() -> None:
         r = calculate(CalcInputs(name, context=65536, batch=2, kv_dtype="fp8"))
         assert r.kv_cache == est.kv_cache_bytes(config, 65536, 2, "fp8")
         assert r.moe == (name != "mistral-7b")
+
+
+async def test_a_fractional_count_is_refused_not_truncated(app_factory) -> None:
+    """"2.5" sequences used to read as 2; "1.5k" (= 1536) tokens is still a whole number."""
+    app = app_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("k")
+        await pilot.pause()
+        screen = app.screen
+        await _set(pilot, "#calc-batch", "2.5")
+        assert screen.result is None and "batch: '2.5' is not a whole number" in screen_text(app)
+        await _set(pilot, "#calc-batch", "1")
+        await _set(pilot, "#calc-context", "1.5k")
+        assert screen.result is not None and "at 1,536 tokens" in screen_text(app)
+    with pytest.raises(ValueError, match="not a whole number"):
+        parse_count("1e999.0", "context")

@@ -90,8 +90,14 @@ def parse_count(text: str, what: str) -> int:
     elif t.endswith("m"):
         t, scale = t[:-1], 1024 * 1024
     try:
-        value = int(float(t) * scale) if "." in t else int(t) * scale
-    except ValueError:
+        if "." in t:
+            exact = float(t) * scale  # "1.5k" = 1536; "2.5" is no whole number of anything
+            if not exact.is_integer():
+                raise ValueError
+            value = int(exact)
+        else:
+            value = int(t) * scale
+    except (ValueError, OverflowError):
         raise ValueError(f"{what}: {text!r} is not a whole number") from None
     if value < 1:
         raise ValueError(f"{what} must be at least 1")

@@ -146,3 +146,26 @@ async def test_a_numeric_answer_without_a_number_is_not_graded(app_factory) -> N
         await pilot.pause()
         assert screen.feedback is not None and "✗ Not yet" in screen_text(app)
     assert [a["answer"] for a in app.services.get_store().question_attempts()] in ([], ["40 apples"])
+
+
+async def test_escape_never_drops_a_written_answer_silently(app_factory) -> None:
+    app = app_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await _start(pilot)
+        await _type(pilot, "half an answer")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert "Leave and discard it?" in screen_text(app)
+        await pilot.press("escape")  # escape on the question keeps writing
+        await pilot.pause()
+        assert app.screen is screen and screen.query_one("#answer-open").text == "half an answer"
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("right", "enter")  # "Discard and leave"
+        await pilot.pause()
+        assert not isinstance(app.screen, PracticeScreen)
+        await _start(pilot)
+        await pilot.press("escape")  # nothing written: leaves at once
+        await pilot.pause()
+        assert not isinstance(app.screen, PracticeScreen)
+    assert app.services.get_store().question_attempts() == []

@@ -12,7 +12,12 @@ from textual.widgets import Button, Label, Static, TextArea
 class ConfirmScreen(ModalScreen[str]):
     """A question with a few answers; dismisses with the chosen answer's key (escape: ``cancel``)."""
 
-    BINDINGS = [Binding("escape", "choose('cancel')", "Cancel")]
+    BINDINGS = [
+        Binding("escape", "choose('cancel')", "Cancel"),
+        # the buttons sit in a row: the arrows move along it as well as tab
+        Binding("left", "move(-1)", "Previous", show=False),
+        Binding("right", "move(1)", "Next", show=False),
+    ]
 
     def __init__(self, question: str, choices: list[tuple[str, str]], title: str = "") -> None:
         super().__init__()
@@ -37,6 +42,12 @@ class ConfirmScreen(ModalScreen[str]):
 
     def action_choose(self, key: str) -> None:
         self.dismiss(key)
+
+    def action_move(self, step: int) -> None:
+        if step < 0:
+            self.focus_previous(Button)
+        else:
+            self.focus_next(Button)
 
 
 class ErrorsScreen(ModalScreen[None]):

@@ -341,7 +341,32 @@ class PracticeScreen(Screen[None]):
         self.session.skip()
         self.show_current()
 
+    def _draft(self) -> bool:
+        """Whether an answer is written (or options chosen) but not yet submitted."""
+        item = self.session.current()
+        if self.feedback is not None or item is None:
+            return False
+        q = item.question
+        if isinstance(q, OpenQuestion):
+            return bool(self.query_one("#answer-open", TextArea).text.strip())
+        if isinstance(q, ChoiceQuestion):
+            return bool(self.query_one("#answer-choice", SelectionList).selected)
+        return bool(self.query_one("#answer-numeric", Input).value.strip())
+
     def action_back(self) -> None:
+        if self._draft():
+            from inferview.tui.screens.dialogs import ConfirmScreen
+
+            def decided(choice: str | None) -> None:
+                if choice == "leave":
+                    self.app.pop_screen()
+
+            self.app.push_screen(
+                ConfirmScreen("Your answer is not submitted yet. Leave and discard it?",
+                              [("stay", "Keep writing"), ("leave", "Discard and leave")], title="Leave practice"),
+                decided,
+            )
+            return
         if self.feedback is not None:
             self.session.abandon(self.feedback)
             self.feedback = None

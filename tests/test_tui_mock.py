@@ -205,3 +205,65 @@ def test_report_snapshot(app_factory, snap_compare):
 
     assert snap_compare(app, terminal_size=SIZE, run_before=show)
 
+
+
+async def test_choice_options_are_shuffled_as_in_practice(app_factory, tmp_path):
+    """The banks list the right option first; the interview must not show them in that order."""
+    from inferview.tests.test_tui_support import make_library
+
+    from inferview.practice.choice import display_order
+
+    library = make_library(tmp_path / "shuffled")
+    q = library.questions["kv-choice"]
+    extra = [q.options[1].model_copy(update={"text": f"Distractor {i}"}) for i in range(4)]
+    library.questions["kv-choice"] = q.model_copy(update={"shuffle": True, "options": [*q.options, *extra]})
+    app = app_factory(library=library)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = MockScreen(minutes=30, seed=1, clock=FakeClock())
+        app.push_screen(screen)
+        await settle(pilot)
+        for _ in range(len(screen.session.plan.items)):
+            if screen.session.current.ref == "kv-choice":
+                break
+            await pilot.press("ctrl+k")
+            await settle(pilot)
+        item = screen.session.current
+        assert item.ref == "kv-choice"
+        order = display_order(library.questions["kv-choice"], item.seed)
+        assert order != list(range(6))
+        sel = screen.query_one("#answer-choice")
+        assert [sel.get_option_at_index(i).value for i in range(sel.option_count)] == order
+        assert sel.get_option_at_index(0).value != 0  # the right answer is not simply the first line
+
+
+async def test_leaving_keeps_the_answer_being_written(app_factory):
+    """Escape pauses and leaves; the half-written answer is there again on resume."""
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = MockScreen(minutes=20, seed=4, clock=FakeClock())
+        app.push_screen(screen)
+        await settle(pilot)
+        box = next(w for w in screen.query("#answer-open, #answer-numeric") if w.display)
+        await pilot.press(*"half")
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not isinstance(app.screen, MockScreen)
+        resumed = MockScreen(mock_id=screen.mock_id, clock=FakeClock())
+        app.push_screen(resumed)
+        await settle(pilot)
+        box = resumed.query_one(f"#{box.id}")
+        assert (box.text if box.id == "answer-open" else box.value) == "half"
+        assert app.services.get_store().get_setting(f"mock_draft:{screen.mock_id}") is None
+
+
+async def test_the_hub_footer_shows_the_hub_keys(app_factory):
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("m")
+        await settle(pilot)
+        assert isinstance(app.screen, MockHubScreen)
+        footer = screen_text(app).splitlines()[-1]
+        assert "esc Back" in footer and "Pause" not in footer

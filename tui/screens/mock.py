@@ -40,6 +40,7 @@ from inferview import paths
 from inferview.mock import store as mock_store
 from inferview.mock.report import Report
 from inferview.mock.session import MockSession
+from inferview.practice.choice import display_order
 
 LENGTHS = (15, 30, 45, 60)
 TICK_S = 0.5
@@ -91,6 +92,8 @@ class MockHubScreen(ModalScreen[MockChoice | None]):
             if self.sessions:
                 yield Label("Paused sessions and past reports — enter to open")
                 yield OptionList(*[Option(self._label(s), id=str(s["id"])) for s in self.sessions], id="past")
+        # its own footer: the one underneath belongs to the interview and shows "Pause & leave"
+        yield Footer()
 
     @staticmethod
     def _label(s: dict[str, Any]) -> str:
@@ -241,6 +244,7 @@ class MockScreen(Screen[None]):
         self._save()
         self.notify(f"Resumed with {_mmss(self.session.remaining_s())} left.")
         self._show_item()
+        self._restore_draft()
 
     def _show_saved_report(self, mock_id: int) -> None:
         try:
@@ -288,7 +292,8 @@ class MockScreen(Screen[None]):
         if kind == "choice":
             sel = self.query_one("#answer-choice", SelectionList)
             sel.clear_options()
-            sel.add_options([(o.text, i) for i, o in enumerate(q.options)])
+            # the banks list the right option first: show them in the practice screen's shuffled order
+            sel.add_options([(q.options[i].text, i) for i in display_order(q, item.seed)])
             sel.border_title = "select all that apply" if q.multiple else "select one"
             sel.display = True
             sel.focus()
@@ -402,10 +407,41 @@ class MockScreen(Screen[None]):
                                            [("end", "End and grade"), ("cancel", "Keep going")],
                                            title="End interview"), decided)
 
+    def _draft_key(self) -> str:
+        return f"mock_draft:{self.mock_id}"
+
+    def _keep_draft(self) -> None:
+        """Store what is written for the current question, so resuming shows it again."""
+        s = self.session
+        item = s.current if s is not None else None
+        if item is None or item.kind == "challenge" or self.mock_id is None:
+            return
+        draft = {
+            "index": s.index,
+            "text": self.query_one("#answer-open", TextArea).text,
+            "numeric": self.query_one("#answer-numeric", Input).value,
+            "selected": sorted(self.query_one("#answer-choice", SelectionList).selected),
+        }
+        self.app.services.get_store().set_setting(self._draft_key(), draft)
+
+    def _restore_draft(self) -> None:
+        """Put back the answer written before leaving, if it belongs to the current question."""
+        store = self.app.services.get_store()
+        draft = store.get_setting(self._draft_key())
+        if not isinstance(draft, dict) or self.session is None or draft.get("index") != self.session.index:
+            return
+        store.set_setting(self._draft_key(), None)
+        self.query_one("#answer-open", TextArea).text = str(draft.get("text") or "")
+        self.query_one("#answer-numeric", Input).value = str(draft.get("numeric") or "")
+        sel = self.query_one("#answer-choice", SelectionList)
+        for value in draft.get("selected") or []:
+            sel.select(value)
+
     def action_leave(self) -> None:
         if self.session is not None and self.session.status == "running":
             self.session.pause()
             self._save()
+            self._keep_draft()
             self.app.notify("Paused. Resume it from Mock interview on Home.", timeout=6)
         self.app.pop_screen()
 

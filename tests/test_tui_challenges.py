@@ -188,3 +188,16 @@ async def test_the_editor_keeps_python_indentation_on_enter(app_factory) -> None
             await pilot.press(*["space" if c == " " else c for c in line], "enter")
         await pilot.pause()
         assert editor.text == "def add(a, b):\n    s = a + b\n    return s\n    "
+
+
+async def test_a_new_hint_is_scrolled_into_view(app_factory) -> None:
+    """On a short terminal the hints overflow: each ctrl+g shows the hint it just revealed."""
+    app = app_factory(grading_client=FakeGradingClient(), initial=InitialChallenge("demo-sum"))
+    async with app.run_test(size=(80, 10)) as pilot:
+        await settle(pilot)
+        for _ in range(3):
+            await pilot.press("ctrl+g")
+            await settle(pilot)
+        scroll = app.screen.query_one("#hints-scroll")
+        assert scroll.max_scroll_y > 0 and scroll.scroll_y == scroll.max_scroll_y
+        assert "Hint 3." in screen_text(app)

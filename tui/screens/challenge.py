@@ -23,6 +23,7 @@ from inferview.tui.widgets.results import ResultsPanel, verdict_text
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult, SuspendNotSupported
+from textual.await_complete import AwaitComplete
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
@@ -348,7 +349,7 @@ class ChallengeScreen(Screen[None]):
 
     # ------------------------------------------------------------------ hints, solution, panes
 
-    def _show_hints(self) -> None:
+    def _show_hints(self) -> AwaitComplete:
         hints = self.challenge.spec.hints
         if self.mock_id is not None:
             text = "No hints during a mock interview: talk through your approach instead."
@@ -358,17 +359,20 @@ class ChallengeScreen(Screen[None]):
             text = "\n\n".join(f"**Hint {i + 1}.** {h.text}" for i, h in enumerate(hints[: self._hints_shown]))
             if self._hints_shown < len(hints):
                 text += f"\n\n*{len(hints) - self._hints_shown} more — ctrl+g.*"
-        self.query_one("#hints-md", Markdown).update(text)
+        return self.query_one("#hints-md", Markdown).update(text)
 
-    def action_hint(self) -> None:
+    async def action_hint(self) -> None:
         hints = self.challenge.spec.hints
+        self.query_one("#left", TabbedContent).active = "hints"
         if self._hints_shown >= len(hints):
             self.notify("No more hints; ctrl+l shows the reference solution after an attempt.")
-        else:
-            self._hints_shown += 1
-            self.app.services.get_store().set_setting(f"hints_shown:{self.challenge_id}", self._hints_shown)
-            self._show_hints()
-        self.query_one("#left", TabbedContent).active = "hints"
+            return
+        self._hints_shown += 1
+        self.app.services.get_store().set_setting(f"hints_shown:{self.challenge_id}", self._hints_shown)
+        await self._show_hints()
+        # the new hint is the last one: bring it into view, not the first one again
+        scroll = self.query_one("#hints-scroll", VerticalScroll)
+        self.call_after_refresh(scroll.scroll_end, animate=False)
 
     def action_layout(self) -> None:
         """Cycle: side by side, the left pane alone (to read), the editor alone (to write)."""

@@ -201,3 +201,27 @@ async def test_a_new_hint_is_scrolled_into_view(app_factory) -> None:
         scroll = app.screen.query_one("#hints-scroll")
         assert scroll.max_scroll_y > 0 and scroll.scroll_y == scroll.max_scroll_y
         assert "Hint 3." in screen_text(app)
+
+
+async def test_quitting_saves_unsaved_edits(app_factory) -> None:
+    app = app_factory(grading_client=FakeGradingClient(), initial=InitialChallenge("demo-sum"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        path = app.screen.path
+        app.screen.editor.load_text(CORRECT)
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+    assert path.read_text() == CORRECT
+
+
+async def test_quitting_after_an_outside_change_keeps_both_versions(app_factory) -> None:
+    app = app_factory(grading_client=FakeGradingClient(), initial=InitialChallenge("demo-sum"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        path = app.screen.path
+        app.screen.editor.load_text(CORRECT)
+        path.write_text(WRONG + "# changed elsewhere, longer\n")
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+    assert path.read_text().startswith(WRONG)
+    assert path.with_name("solution.unsaved.py").read_text() == CORRECT

@@ -267,3 +267,18 @@ async def test_the_hub_footer_shows_the_hub_keys(app_factory):
         assert isinstance(app.screen, MockHubScreen)
         footer = screen_text(app).splitlines()[-1]
         assert "esc Back" in footer and "Pause" not in footer
+
+
+async def test_quitting_pauses_the_interview(app_factory):
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = MockScreen(minutes=20, seed=4, clock=FakeClock())
+        app.push_screen(screen)
+        await settle(pilot)
+        await pilot.press(*"draft")
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+    store = app.services.get_store()  # closed on exit; this opens the same file again
+    assert store.list_mocks()[0]["status"] == "paused"
+    assert store.get_setting(f"mock_draft:{screen.mock_id}")["index"] == 0

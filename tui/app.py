@@ -81,6 +81,17 @@ class InferviewApp(App[None]):
 
             self.push_screen(MockScreen(**self.initial_mock))
 
+    async def action_quit(self) -> None:
+        """Quit, after each open screen has put its work somewhere safe (see ``before_quit``)."""
+        for screen in reversed(self.screen_stack):
+            before_quit = getattr(screen, "before_quit", None)
+            if before_quit is not None:
+                try:
+                    before_quit()
+                except Exception as exc:  # noqa: BLE001 - quitting must still work
+                    self.log.error(f"before_quit of {screen!r} failed: {exc}")
+        self.exit()
+
     def action_help(self) -> None:
         """Show the help screen (unless it is already showing)."""
         from inferview.tui.screens.help import HelpScreen

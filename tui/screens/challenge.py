@@ -432,6 +432,19 @@ class ChallengeScreen(Screen[None]):
         if self.save():
             self.notify(f"Saved {_short(self.path)}")
 
+    def before_quit(self) -> None:
+        """ctrl+q: save unsaved edits; if the file changed on disk meanwhile, keep both versions."""
+        if not self.dirty:
+            return
+        if self._disk_stamp == _stamp(self.path):
+            self.save()
+            return
+        aside = self.path.with_name(f"{self.path.stem}.unsaved{self.path.suffix}")
+        try:
+            aside.write_text(self.editor.text, encoding="utf-8")
+        except OSError:
+            pass
+
     def action_back(self) -> None:
         if self.dirty and self._disk_stamp == _stamp(self.path):
             self.save()

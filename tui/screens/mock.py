@@ -437,6 +437,14 @@ class MockScreen(Screen[None]):
         for value in draft.get("selected") or []:
             sel.select(value)
 
+    def before_quit(self) -> None:
+        """ctrl+q: pause the interview (the clock must not run while the app is closed) and keep
+        the answer being written."""
+        if self.session is not None and self.session.status == "running":
+            self.session.pause()
+            self._save()
+            self._keep_draft()
+
     def action_leave(self) -> None:
         if self.session is not None and self.session.status == "running":
             self.session.pause()

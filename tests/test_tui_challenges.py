@@ -225,3 +225,11 @@ async def test_quitting_after_an_outside_change_keeps_both_versions(app_factory)
         await pilot.pause()
     assert path.read_text().startswith(WRONG)
     assert path.with_name("solution.unsaved.py").read_text() == CORRECT
+
+
+async def test_every_footer_key_fits_at_80_columns(app_factory) -> None:
+    app = app_factory(grading_client=FakeGradingClient(), initial=InitialChallenge("demo-sum"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        footer = screen_text(app).splitlines()[-1]
+        assert "^l Solution" in footer and footer.rstrip().endswith("? Help")

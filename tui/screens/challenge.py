@@ -114,7 +114,7 @@ class ChallengeScreen(Screen[None]):
             with Vertical(id="right"):
                 yield PythonEditor.code_editor("", language="python", id="editor")
         yield Static(id="grading-bar")
-        yield Footer()
+        yield Footer(compact=True)  # nine keys: at 80 columns the spaced-out footer cut off "? Help"
 
     def on_mount(self) -> None:
         services = self.app.services

@@ -103,6 +103,17 @@ def _bytes_each(bits: int) -> str:
     return f"{n:g} byte" if n == 1 else f"{n:g} bytes"
 
 
+def _precision_slips(dtype: str, unit: str, units: str) -> list[tuple[float, str]]:
+    """The slips of counting ``units`` instead of bytes, or bf16's 2 bytes instead of ``dtype``'s."""
+    bits = est.dtype_bits(dtype)
+    slips = []
+    if bits != 8:
+        slips.append((8 / bits, f"counted {units}, not bytes: {dtype} takes {_bytes_each(bits)} per {unit}"))
+    if bits < 16:
+        slips.append((16 / bits, f"used bf16's 2 bytes per {unit} instead of {dtype}'s {_bytes_each(bits)}"))
+    return slips
+
+
 def _tokens_cached(config: Mapping[str, Any], seq_len: int) -> int:
     """Tokens cached summed over layers divided by layers, as an integer when uniform."""
     kinds = est.layer_kinds(config)
@@ -232,14 +243,7 @@ def factors_for(question: NumericQuestion, params: Mapping[str, Any]) -> list[Fa
                           f"({kvh}): with GQA every {heads // kvh} query heads share one KV head"))
         slips.append((1 / float(c["num_hidden_layers"]), "counted one layer instead of all of them"))
         slips.append((0.5, "forgot the factor 2 for keys and values"))
-        dtype = str(full.get("dtype", "bf16"))
-        bits = est.dtype_bits(dtype)
-        if bits != 8:
-            slips.append((8 / bits, f"counted values, not bytes: {dtype} stores "
-                          f"{_bytes_each(bits)} per value"))
-        if bits < 16:
-            slips.append((16 / bits, f"used bf16's 2 bytes per value instead of {dtype}'s "
-                          f"{_bytes_each(bits)}"))
+        slips += _precision_slips(str(full.get("dtype", "bf16")), "value", "values")
         if int(full.get("batch", 1)) > 1:
             slips.append((1 / float(full["batch"]), "forgot the batch size"))
         if name in ("max_batch_size", "max_context_tokens"):
@@ -248,14 +252,7 @@ def factors_for(question: NumericQuestion, params: Mapping[str, Any]) -> list[Fa
         pc = est.param_counts(c)
         slips.append((pc.total / pc.matmul, "counted the input-embedding table, which is only "
                       "looked up, not read whole"))
-        wdtype = str(full.get("weight_dtype", "bf16"))
-        wbits = est.dtype_bits(wdtype)
-        if wbits != 8:
-            slips.append((8 / wbits, f"counted parameters, not bytes: {wdtype} takes "
-                          f"{_bytes_each(wbits)} per parameter"))
-        if wbits < 16:
-            slips.append((16 / wbits, f"used bf16's 2 bytes per parameter instead of {wdtype}'s "
-                          f"{_bytes_each(wbits)}"))
+        slips += _precision_slips(str(full.get("weight_dtype", "bf16")), "parameter", "parameters")
     if name in ("moe_active_params", "moe_total_params", "weight_bytes", "total_params"):
         pc = est.param_counts(c)
         act = pc.active(include_embedding=False)

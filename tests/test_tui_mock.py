@@ -23,6 +23,14 @@ class FakeClock:
         return self.t
 
 
+async def _open(pilot, screen: MockScreen) -> MockScreen:
+    """Let the app start, then show ``screen`` and let it settle."""
+    await settle(pilot)
+    pilot.app.push_screen(screen)
+    await settle(pilot)
+    return screen
+
+
 async def _answer_current(pilot, screen) -> None:
     """Answer whatever is being asked, the way a user would."""
     item = screen.session.current
@@ -58,10 +66,7 @@ async def test_a_whole_session_ends_in_a_report_and_nothing_is_shown_before(app_
     app = app_factory()
     clock = FakeClock()
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        screen = MockScreen(minutes=30, seed=1, clock=clock)
-        app.push_screen(screen)
-        await settle(pilot)
+        screen = await _open(pilot, MockScreen(minutes=30, seed=1, clock=clock))
         total = len(screen.session.plan.items)
         assert total >= 3 and "**Interviewer:**" not in screen_text(app)
         for _ in range(total):
@@ -82,10 +87,7 @@ async def test_the_clock_warns_then_ends_the_interview_by_itself(app_factory):
     app = app_factory()
     clock = FakeClock()
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        screen = MockScreen(minutes=10, seed=2, clock=clock)
-        app.push_screen(screen)
-        await settle(pilot)
+        screen = await _open(pilot, MockScreen(minutes=10, seed=2, clock=clock))
         clock.t += 5 * 60
         screen.tick()
         await settle(pilot)
@@ -105,10 +107,7 @@ async def test_pause_stops_the_clock(app_factory):
     app = app_factory()
     clock = FakeClock()
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        screen = MockScreen(minutes=15, seed=3, clock=clock)
-        app.push_screen(screen)
-        await settle(pilot)
+        screen = await _open(pilot, MockScreen(minutes=15, seed=3, clock=clock))
         clock.t += 60
         await pilot.press("ctrl+p")
         await settle(pilot)
@@ -125,10 +124,7 @@ async def test_leave_and_resume_after_the_app_was_closed(app_factory, tmp_path):
     app = app_factory(store_path=store_path)
     clock = FakeClock()
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        screen = MockScreen(minutes=20, seed=4, clock=clock)
-        app.push_screen(screen)
-        await settle(pilot)
+        screen = await _open(pilot, MockScreen(minutes=20, seed=4, clock=clock))
         clock.t += 90
         await _answer_current(pilot, screen)
         mock_id = screen.mock_id
@@ -151,10 +147,7 @@ async def test_the_interview_challenge_shows_the_clock_and_no_hints_or_solution(
     app = app_factory()
     clock = FakeClock()
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
-        screen = MockScreen(minutes=30, seed=1, clock=clock)
-        app.push_screen(screen)
-        await settle(pilot)
+        screen = await _open(pilot, MockScreen(minutes=30, seed=1, clock=clock))
         while screen.session.current.kind != "challenge":
             await pilot.press("ctrl+k")
             await settle(pilot)
@@ -219,10 +212,7 @@ async def test_choice_options_are_shuffled_as_in_practice(app_factory, tmp_path)
     library.questions["kv-choice"] = q.model_copy(update={"shuffle": True, "options": [*q.options, *extra]})
     app = app_factory(library=library)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        screen = MockScreen(minutes=30, seed=1, clock=FakeClock())
-        app.push_screen(screen)
-        await settle(pilot)
+        screen = await _open(pilot, MockScreen(minutes=30, seed=1, clock=FakeClock()))
         for _ in range(len(screen.session.plan.items)):
             if screen.session.current.ref == "kv-choice":
                 break
@@ -241,10 +231,7 @@ async def test_leaving_keeps_the_answer_being_written(app_factory):
     """Escape pauses and leaves; the half-written answer is there again on resume."""
     app = app_factory()
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        screen = MockScreen(minutes=20, seed=4, clock=FakeClock())
-        app.push_screen(screen)
-        await settle(pilot)
+        screen = await _open(pilot, MockScreen(minutes=20, seed=4, clock=FakeClock()))
         box = next(w for w in screen.query("#answer-open, #answer-numeric") if w.display)
         await pilot.press(*"half")
         await pilot.press("escape")
@@ -272,10 +259,7 @@ async def test_the_hub_footer_shows_the_hub_keys(app_factory):
 async def test_quitting_pauses_the_interview(app_factory):
     app = app_factory()
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        screen = MockScreen(minutes=20, seed=4, clock=FakeClock())
-        app.push_screen(screen)
-        await settle(pilot)
+        screen = await _open(pilot, MockScreen(minutes=20, seed=4, clock=FakeClock()))
         await pilot.press(*"draft")
         await pilot.press("ctrl+q")
         await pilot.pause()

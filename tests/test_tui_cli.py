@@ -28,6 +28,6 @@ def test_opens_the_app_on_the_challenge_with_the_file(tmp_path: Path, monkeypatc
     mine = tmp_path / "mine.py"
     mine.write_text("x = 1\n")
     calls = []
-    monkeypatch.setattr("inferview.tui.app.run_app", lambda initial=None, mock=None: calls.append(initial))
+    monkeypatch.setattr("inferview.tui.app.run_app", lambda initial=None, mock=None, **_: calls.append(initial))
     main(["challenge", "kv-cache-size", "--file", str(mine)])
     assert [(c.challenge_id, c.file) for c in calls] == [("kv-cache-size", mine.resolve())]

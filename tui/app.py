@@ -136,9 +136,12 @@ def create_app(
     return InferviewApp(services, initial, mock)
 
 
-def run_app(initial: InitialChallenge | None = None, mock: dict[str, Any] | None = None) -> None:
+def run_app(initial: InitialChallenge | None = None, mock: dict[str, Any] | None = None,
+            library: Any = None) -> None:
     """Run the app in the terminal: Home (the bare ``inferview`` command), one challenge
-    (``inferview challenge``) or a mock interview (``inferview mock``: ``MockScreen`` keywords)."""
+    (``inferview challenge``) or a mock interview (``inferview mock``: ``MockScreen`` keywords).
+    ``library`` is content a command already loaded (to check its arguments), so it is not
+    loaded twice."""
     from inferview.store import Store, StoreError
 
     try:
@@ -147,6 +150,6 @@ def run_app(initial: InitialChallenge | None = None, mock: dict[str, Any] | None
         store = Store.open()
     except StoreError as exc:
         raise SystemExit(f"inferview: {exc}") from None
-    app = create_app(initial=initial, mock=mock)
+    app = create_app(initial=initial, mock=mock, library=library)
     app.services.adopt_store(store)
     app.run()

@@ -17,10 +17,11 @@ import click
               help="Edit and grade this file instead of the workspace's solution.py.")
 def command(challenge_id: str, file: Path | None) -> None:
     """Open the TUI on one challenge."""
-    from inferview.content.loader import find_challenge
+    from inferview.content.loader import find_challenge, load_library
 
+    library = load_library()
     try:
-        find_challenge(challenge_id)
+        find_challenge(challenge_id, library)
     except KeyError as exc:
         raise click.UsageError(str(exc).strip("'\"")) from None
     if file is not None:
@@ -29,4 +30,4 @@ def command(challenge_id: str, file: Path | None) -> None:
             raise click.UsageError(f"no such file: {file}")
     from inferview.tui.app import InitialChallenge, run_app
 
-    run_app(InitialChallenge(challenge_id, file))
+    run_app(InitialChallenge(challenge_id, file), library=library)

@@ -26,6 +26,7 @@ def command(minutes: float | None, focus: str | None, resume: int | None, seed: 
         if row["status"] not in ("running", "paused"):
             raise click.ClickException(f"mock interview {resume} is {row['status']}; see its report "
                                        f"with 'inferview report {resume}'")
+    lib = None
     if focus is not None:
         lib = load_library()
         if focus not in lib.topics:
@@ -34,4 +35,4 @@ def command(minutes: float | None, focus: str | None, resume: int | None, seed: 
             minutes = 30
     from inferview.tui.app import run_app
 
-    run_app(mock={"minutes": minutes, "focus": focus, "mock_id": resume, "seed": seed})
+    run_app(mock={"minutes": minutes, "focus": focus, "mock_id": resume, "seed": seed}, library=lib)

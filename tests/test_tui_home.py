@@ -115,3 +115,25 @@ async def test_home_takes_keys_before_the_library_is_loaded(app_factory, tmp_pat
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert "The KV cache" in screen_text(app) and "4 new questions" in screen_text(app)
+
+
+async def test_recent_shows_titles_not_raw_ids(app_factory) -> None:
+    from datetime import timedelta
+
+    from inferview.tests.test_tui_support import PASSED
+
+    app = app_factory()
+    store = app.services.get_store()
+    store.record_question_attempt("kv-why", "kv-cache", "open", "they are cached", {}, True,
+                                  at=FIXED_NOW - timedelta(minutes=9))
+    store.record_submission("demo-sum", PASSED, "def add(a, b): return a + b\n",
+                            at=FIXED_NOW - timedelta(minutes=3))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        lines = screen_text(app).splitlines()
+        start = next(i for i, line in enumerate(lines) if "Recent" in line)
+        block = "\n".join(lines[start:start + 5])
+        # newest first, each a human title with its id (dim) on the line under it
+        assert "✓ Add two numbers" in block and "demo-sum · 3m" in block
+        assert "✓ Why isn't generatin" in block and "kv-why · 9m" in block
+        assert block.index("Add two numbers") < block.index("Why isn't")

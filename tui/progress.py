@@ -9,6 +9,7 @@ remembered. Pure functions over plain rows: no textual, no torch.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -125,3 +126,46 @@ def ago(then: str | datetime, now: datetime, short: bool = False) -> str:
     if seconds < 86400:
         return f"{int(seconds // 3600)} h ago"
     return f"{int(seconds // 86400)} d ago"
+
+
+@dataclass(frozen=True)
+class RecentItem:
+    """One line of Home's "Recent" list: what was attempted, in words, and how it went."""
+
+    kind: str
+    """``question`` or ``challenge``."""
+    ref: str
+    """The question or challenge id (shown dim, after the title)."""
+    title: str
+    """The challenge's title, or the question's prompt as plain text on one line."""
+    correct: bool | None
+    created_at: str
+
+
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+_MARKUP = re.compile(r"[*_`#>]+")
+
+
+def prompt_title(prompt: str) -> str:
+    """A question prompt as a one-line title: Markdown marks dropped, template fields such as
+    ``{model}`` written as their name ("model"), whitespace collapsed."""
+    text = _PLACEHOLDER.sub(lambda m: m.group(1).replace("_", " "), prompt)
+    text = _MARKUP.sub("", text)
+    return " ".join(text.split())
+
+
+def recent_items(attempts: list[dict[str, Any]], submissions: list[dict[str, Any]], library: Any,
+                 limit: int = 5) -> list[RecentItem]:
+    """The newest question attempts and challenge submissions together, newest first, each with a
+    human title (ids are kept for a dim second column)."""
+    items = []
+    for a in attempts:
+        q = library.questions.get(a["question_id"])
+        title = prompt_title(q.prompt) if q is not None else a["question_id"]
+        items.append(RecentItem("question", a["question_id"], title, a["correct"], a["created_at"]))
+    for s in submissions:
+        ch = library.challenges.get(s["challenge_id"])
+        title = ch.spec.title if ch is not None else s["challenge_id"]
+        items.append(RecentItem("challenge", s["challenge_id"], title, s["verdict"] == "passed", s["created_at"]))
+    items.sort(key=lambda i: i.created_at, reverse=True)
+    return items[:limit]

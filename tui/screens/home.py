@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 
 from inferview.tui.messages import LibraryLoaded
-from inferview.tui.progress import TopicRow, ago, topic_rows
+from inferview.tui.progress import TopicRow, ago, recent_items, topic_rows
 from inferview.tui.widgets.bars import bar
 from rich.text import Text
 from textual import work
@@ -104,14 +104,17 @@ class HomeScreen(Screen[None]):
         today.append(" challenges passed")
         self.query_one("#today", Static).update(today)
         recent = Text("Recent\n", style="bold")
-        attempts = store.question_attempts(limit=5)
-        if not attempts:
+        items = recent_items(store.question_attempts(limit=5), store.submissions(limit=5), library)
+        if not items:
             recent.append("nothing yet — press p", style="dim")
-        for a in attempts:
-            mark, style = {True: ("✓", "green"), False: ("✗", "red")}.get(a["correct"], ("·", "dim"))
+        width = max(12, self.query_one("#recent", Static).content_size.width or 22)
+        for item in items:
+            mark, style = {True: ("✓", "green"), False: ("✗", "red")}.get(item.correct, ("·", "dim"))
             recent.append(f"{mark} ", style=style)
-            recent.append(f"{a['question_id'][:16]:<16} ")
-            recent.append(ago(a["created_at"], now, short=True) + "\n", style="dim")
+            recent.append(_fit(item.title, width - 2) + "\n")
+            when = ago(item.created_at, now, short=True)
+            recent.append("  " + _fit(item.ref, width - 4 - len(when)) + " · " + when + "\n", style="dim")
+        recent.rstrip()
         self.query_one("#recent", Static).update(recent)
         from inferview.progress import suggest_next
 
@@ -182,3 +185,8 @@ class HomeScreen(Screen[None]):
         from inferview.tui.screens.dialogs import ErrorsScreen
 
         self.app.push_screen(ErrorsScreen([str(e) for e in self.app.services.get_library().errors]))
+
+
+def _fit(text: str, width: int) -> str:
+    """``text`` cut to ``width`` cells, with an ellipsis when it was longer."""
+    return text if len(text) <= width else text[: max(0, width - 1)].rstrip() + "…"

@@ -135,7 +135,8 @@ MODELS: dict[str, ModelPreset] = {
                 "num_local_experts": 8, "num_experts_per_tok": 2,
                 "hidden_act": "silu", "tie_word_embeddings": False, "torch_dtype": "bfloat16",
             },
-            "huggingface.co/mistralai/Mixtral-8x7B-v0.1 config.json; Jiang et al. 2024, Mixtral of Experts (46.7B total, 12.9B active)",
+            "huggingface.co/mistralai/Mixtral-8x7B-v0.1 config.json; Mistral AI 2023, Mixtral of experts "
+            "announcement (46.7B total, 12.9B per token); Jiang et al. 2024, Mixtral of Experts (47B, 13B active)",
             notes="sliding_window is null in the official config.json (an early version said 4096): "
                   "Mixtral attends densely over its 32k context. The 12.9B active figure counts the "
                   "input embedding.",
@@ -147,12 +148,13 @@ MODELS: dict[str, ModelPreset] = {
                 "hidden_size": 8192, "num_hidden_layers": 80, "num_attention_heads": 64,
                 "num_key_value_heads": 8, "intermediate_size": 29568, "vocab_size": 152064,
                 "max_position_embeddings": 32768, "rope_theta": 1000000.0,
-                "sliding_window": 131072, "use_sliding_window": False, "max_window_layers": 80,
+                "sliding_window": 131072, "use_sliding_window": False, "max_window_layers": 70,
                 "hidden_act": "silu", "tie_word_embeddings": False, "torch_dtype": "bfloat16",
             },
             "huggingface.co/Qwen/Qwen2.5-72B-Instruct config.json; Qwen Team 2024, Qwen2.5 Technical Report",
             notes="config.json sets sliding_window 131072 but use_sliding_window false: every layer "
-                  "attends to the full context; the estimators honour use_sliding_window. Q/K/V "
+                  "attends to the full context (max_window_layers is then unused); the estimators "
+                  "honour use_sliding_window. Q/K/V "
                   "projections carry biases (implied by model_type qwen2; config.json has no key for it).",
         ),
         ModelPreset(

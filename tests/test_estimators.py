@@ -125,7 +125,7 @@ def test_max_context_length():
         ("llama-3.1-405b", 405e9, 0.005, None, True),
         ("mistral-7b", 7.24e9, 0.005, None, True),
         ("qwen2.5-72b", 72.7e9, 0.005, None, True),
-        ("mixtral-8x7b", 46.7e9, 0.002, 12.9e9, True),  # Mixtral paper counts the embedding
+        ("mixtral-8x7b", 46.7e9, 0.002, 12.9e9, True),  # Mistral AI's 12.9B counts the embedding
         ("deepseek-v3", 671e9, 0.002, 36.6e9, False),  # report: 37B, of which 0.9B output head
         ("gpt-oss-120b", 116.83e9, 0.001, 5.13e9, False),  # model card: 116.83B / 5.13B
     ],
@@ -176,6 +176,57 @@ def test_moe_decode_touches_more_experts_with_batch():
     pc = e.param_counts(c)
     assert b1 == pytest.approx(2 * pc.matmul)
     assert b64 == pytest.approx(2 * (pc.matmul - pc.routed_experts_active + pc.routed_experts), rel=1e-6)
+
+
+# Published values that are easy to get wrong; each is copied from the preset's source.
+@pytest.mark.parametrize(
+    "name, key, value",
+    [
+        ("llama-2-7b", "num_key_value_heads", 32),  # Llama 2 7B has no GQA
+        ("llama-3-8b", "vocab_size", 128256),
+        ("llama-3-8b", "rope_theta", 500000.0),
+        ("llama-3-8b", "max_position_embeddings", 8192),
+        ("llama-3.1-405b", "num_hidden_layers", 126),
+        ("mistral-7b", "sliding_window", 4096),  # v0.1; later versions set null
+        ("mixtral-8x7b", "sliding_window", None),
+        ("mixtral-8x7b", "rope_theta", 1000000.0),
+        ("qwen2.5-72b", "use_sliding_window", False),
+        ("qwen2.5-72b", "max_window_layers", 70),
+        ("qwen2.5-72b", "num_key_value_heads", 8),
+        ("deepseek-v3", "kv_lora_rank", 512),
+        ("deepseek-v3", "qk_rope_head_dim", 64),
+        ("deepseek-v3", "n_routed_experts", 256),
+        ("deepseek-v3", "num_experts_per_tok", 8),
+        ("gpt-oss-120b", "head_dim", 64),  # not hidden_size / heads = 45
+        ("gpt-oss-120b", "sliding_window", 128),
+    ],
+)
+def test_preset_fields_match_published_configs(name, key, value):
+    assert MODELS[name].config[key] == value
+
+
+def test_gpt_oss_layer_types_start_with_a_sliding_layer():
+    types = MODELS["gpt-oss-120b"].config["layer_types"]
+    assert types[:2] == ["sliding_attention", "full_attention"]
+    assert types.count("full_attention") == types.count("sliding_attention") == 18
+
+
+@pytest.mark.parametrize(
+    "name, gib, dense_tflops, tb_per_s",
+    [
+        ("a100-80gb", 80, 312, 2.039),
+        ("h100-sxm", 80, 989.4, 3.35),  # SXM, not PCIe (2.0 TB/s); 1,979 is with sparsity
+        ("h200", 141, 989.4, 4.8),
+        ("l4", 24, 121, 0.3),
+        ("rtx-4090", 24, 165.2, 1.008),  # BF16 with FP32 accumulate
+        ("mi300x", 192, 1307.4, 5.3),
+    ],
+)
+def test_gpu_presets_are_dense_datasheet_figures(name, gib, dense_tflops, tb_per_s):
+    g = GPUS[name]
+    assert g.memory_bytes == gib * 2**30
+    assert g.bf16_flops == pytest.approx(dense_tflops * 1e12)
+    assert g.bandwidth_bytes_per_s == pytest.approx(tb_per_s * 1e12)
 
 
 def test_presets_have_sources_and_lookup():

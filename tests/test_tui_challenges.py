@@ -98,7 +98,7 @@ async def test_grading_runs_in_the_background_and_escape_cancels_it(app_factory)
         screen = app.screen
         assert screen.grading
         text = screen_text(app)  # the UI keeps drawing while it grades, with the check running
-        assert "grading" in text and "check 1/1: adds" in text and "escape cancels" in text
+        assert "grading" in text and "check 1/1 · adds" in text and "escape cancels" in text
         await pilot.press("escape")
         await settle(pilot)
         assert not screen.grading
@@ -233,3 +233,38 @@ async def test_every_footer_key_fits_at_80_columns(app_factory) -> None:
         await settle(pilot)
         footer = screen_text(app).splitlines()[-1]
         assert "^l Solution" in footer and footer.rstrip().endswith("? Help")
+
+
+class _LongNamesClient(FakeGradingClient):
+    """Checks with long names, as the real challenges have, and a verbose result."""
+
+    NAME = "cached generation gives the same logits as recomputing from scratch every step"
+
+    def grade(self, challenge_id: str, path: Path, on_progress=None, **kwargs):  # noqa: ANN001, ANN003
+        if on_progress is not None:
+            on_progress(2, 12, self.NAME)
+        super().grade(challenge_id, path, **kwargs)
+        checks = [{"name": f"{self.NAME} {i}", "status": "passed" if i < 9 else "failed", "message": "x",
+                   "counterexample": None, "hint": None} for i in range(12)]
+        return {"schema": 1, "challenge": "demo-sum", "verdict": "failed", "backend": "cuda (NVIDIA H200)",
+                "seed": 1234567890, "duration_s": 12.3, "checks": checks}
+
+
+async def test_the_grading_line_keeps_verdict_count_and_time_at_80_columns(app_factory) -> None:
+    client = _LongNamesClient(delay=30)
+    app = app_factory(grading_client=client, initial=InitialChallenge("demo-sum"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+r")
+        await pilot.pause(0.3)
+        bar = screen_text(app).splitlines()[-2]
+        assert "check 3/12" in bar and "escape cancels" in bar and "grading" in bar
+        assert "cached generation" in bar and "…" in bar  # the long check name is cut, not the rest
+        await pilot.press("escape")  # cancel the slow run, then grade quickly
+        await settle(pilot)
+        client.delay = 0
+        client.cancelled.clear()
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        bar = screen_text(app).splitlines()[-2]
+        assert "FAILED" in bar and "9/12 checks passed" in bar and "12.3 s" in bar

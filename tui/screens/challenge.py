@@ -19,7 +19,7 @@ from typing import Any
 
 from inferview.tui.messages import GradingDone, GradingError, GradingProgress, SolutionChangedOnDisk
 from inferview.tui.widgets.editor import PythonEditor
-from inferview.tui.widgets.results import ResultsPanel, verdict_text
+from inferview.tui.widgets.results import VERDICT_STYLE, ResultsPanel
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult, SuspendNotSupported
@@ -95,7 +95,8 @@ class ChallengeScreen(Screen[None]):
         self._spin = 0
         self._hints_shown = 0
         self._graded_source = ""
-        self._progress = ""
+        self._progress: tuple[str, str] = ("", "")
+        """While grading: where it is ("check 2/5") and the name of the check running."""
 
     # ------------------------------------------------------------------ layout and set-up
 
@@ -254,7 +255,7 @@ class ChallengeScreen(Screen[None]):
         self.grading = True
         self._graded_source = self._saved_text
         self._grade_started = time.monotonic()
-        self._progress = "starting"
+        self._progress = ("starting", "")
         self._spin_timer = self.set_interval(0.1, self._update_bar, name="grading spinner")
         self._update_bar()
         self.refresh_bindings()
@@ -282,9 +283,9 @@ class ChallengeScreen(Screen[None]):
         if self.grading:
             # the service reports before each check: ``done`` checks are finished
             if message.check and message.done < message.total:
-                self._progress = f"check {message.done + 1}/{message.total}: {message.check}"
+                self._progress = (f"check {message.done + 1}/{message.total}", message.check)
             else:
-                self._progress = f"{message.total} checks run, collecting the result"
+                self._progress = (f"{message.total}/{message.total} checks run", "collecting the result")
             self._update_bar()
 
     def _end_grading(self) -> None:
@@ -335,17 +336,19 @@ class ChallengeScreen(Screen[None]):
 
     def _update_bar(self) -> None:
         bar = self.query_one("#grading-bar", Static)
+        width = bar.content_size.width or 78
         if self.grading:
             self._spin = (self._spin + 1) % len(SPINNER)
             elapsed = time.monotonic() - self._grade_started
-            bar.update(Text.assemble(f"{SPINNER[self._spin]} grading {elapsed:4.1f} s · ",
-                                     (self._progress, "italic"), ("  escape cancels", "dim")))
+            bar.update(grading_line(SPINNER[self._spin], elapsed, *self._progress, width))
             bar.set_class(True, "busy")
             return
         bar.set_class(False, "busy")
         result = self.query_one(ResultsPanel).result
-        line = verdict_text(result) if result else "[dim]not graded yet — ctrl+r runs the tests[/dim]"
-        bar.update(line)
+        if result:
+            bar.update(result_line(result, width))
+        else:
+            bar.update(Text("not graded yet — ctrl+r runs the tests", style="dim"))
 
     # ------------------------------------------------------------------ hints, solution, panes
 
@@ -459,6 +462,43 @@ class ChallengeScreen(Screen[None]):
     def last_result(self) -> dict[str, Any] | None:
         """The result shown in the results panel."""
         return self.query_one(ResultsPanel).result
+
+
+def _fit(text: str, width: int) -> str:
+    """``text`` cut to ``width`` cells, with an ellipsis when it was longer."""
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+
+
+def grading_line(spinner: str, elapsed: float, where: str, check: str, width: int) -> Text:
+    """The status line while grading, fitted to ``width``: spinner, elapsed time, which check of
+    how many and the cancel key always show; the running check's name is cut to what is left."""
+    head = Text.assemble(f"{spinner} grading {elapsed:4.1f} s · ", (where, "bold"))
+    tail = Text("  escape cancels", style="dim")
+    room = width - head.cell_len - tail.cell_len - 3
+    if check and room >= 4:
+        head.append(" · ")
+        head.append(_fit(check, room), style="italic")
+    return head + tail
+
+
+def result_line(result: dict[str, Any], width: int) -> Text:
+    """The status line after grading, fitted to ``width``: the verdict, checks passed of the total
+    and the time always show; backend and seed follow when there is room."""
+    verdict = str(result.get("verdict", "error"))
+    text = Text(verdict.upper(), style=VERDICT_STYLE.get(verdict, "bold"))
+    checks = result.get("checks") or []
+    if checks:
+        passed = sum(1 for c in checks if c.get("status") == "passed")
+        text.append(f"  {passed}/{len(checks)} checks passed", style="bold")
+    if result.get("duration_s") is not None:
+        text.append(f" · {float(result['duration_s']):.1f} s")
+    for extra in (str(result.get("backend") or ""),
+                  f"seed {result['seed']}" if result.get("seed") is not None else ""):
+        if extra and text.cell_len + 3 + len(extra) <= width:
+            text.append(f" · {extra}", style="dim")
+    if not checks and result.get("message") and text.cell_len + 5 < width:
+        text.append(" · " + _fit(" ".join(str(result["message"]).split()), width - text.cell_len - 3), style="dim")
+    return text
 
 
 def _short(path: Path) -> str:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -39,6 +40,7 @@ if not torch.cuda.is_available():
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 from inferview.reference.attention import attention  # noqa: E402
+from triton.runtime.errors import OutOfResources  # noqa: E402
 
 LOG2E = 1.4426950408889634  # log2(e): exp(x) == exp2(x * log2(e))
 HEAD_DIMS = (16, 32, 64, 128)
@@ -149,15 +151,56 @@ def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
-def kernel_config(head_dim: int, dtype: torch.dtype, on_cuda: bool) -> KernelConfig:
-    """One fixed configuration per case; no autotuning (it would run every config on the CPU)."""
+def kernel_configs(head_dim: int, dtype: torch.dtype, on_cuda: bool) -> tuple[KernelConfig, ...]:
+    """Launch configurations to try, fastest first; no autotuning (it would run every one on the CPU).
+
+    The first suits data-centre GPUs (A100, H100: 160-228 KiB of shared memory per block). Each
+    later one needs less shared memory, so that a GPU with less (64 KiB on a T4, about 100 KiB on
+    consumer Ampere/Ada/Blackwell cards) still runs the kernel. Shared memory per config and target
+    as Triton compiles it (bytes, causal, head_dim 128): fp16 128x64 with 3 stages needs 48 KiB on
+    sm_80/sm_90 but 96 KiB on sm_75; 64x64 with 2 stages needs 64 KiB there, 64x32 48 KiB.
+    """
     if not on_cuda:
-        return KernelConfig(block_m=32, block_n=32)  # the interpreter: few, wide numpy steps
+        return (KernelConfig(block_m=32, block_n=32),)  # the interpreter: few, wide numpy steps
     if dtype == torch.float32:
-        return KernelConfig(block_m=64, block_n=32, num_warps=4, num_stages=2)
-    if head_dim <= 64:
-        return KernelConfig(block_m=128, block_n=64, num_warps=4, num_stages=3)
-    return KernelConfig(block_m=128, block_n=64, num_warps=8, num_stages=3)
+        return (KernelConfig(block_m=64, block_n=32, num_warps=4, num_stages=2),
+                KernelConfig(block_m=32, block_n=32, num_warps=4, num_stages=1))
+    return (KernelConfig(block_m=128, block_n=64, num_warps=4 if head_dim <= 64 else 8, num_stages=3),
+            KernelConfig(block_m=64, block_n=64, num_warps=4, num_stages=2),
+            KernelConfig(block_m=64, block_n=32, num_warps=4, num_stages=2))
+
+
+def kernel_config(head_dim: int, dtype: torch.dtype, on_cuda: bool) -> KernelConfig:
+    """The first configuration to try (see :func:`kernel_configs`)."""
+    return kernel_configs(head_dim, dtype, on_cuda)[0]
+
+
+# The configuration that launched, per (device, dtype, head_dim, causal): the fallback search runs once.
+_working_config: dict[tuple, KernelConfig] = {}
+
+
+def launch_with_fallback(key: tuple, configs: tuple[KernelConfig, ...],
+                         launch: Callable[[KernelConfig], None]) -> KernelConfig:
+    """Call ``launch(cfg)`` with the first config the device can hold, remembering it under ``key``.
+
+    Triton raises ``OutOfResources`` when it loads a compiled kernel whose shared memory exceeds the
+    device's limit, before anything runs, so the next (smaller) config can simply be tried.
+    """
+    known = _working_config.get(key)
+    if known is not None:
+        launch(known)
+        return known
+    last_error: OutOfResources | None = None
+    for cfg in configs:
+        try:
+            launch(cfg)
+        except OutOfResources as exc:
+            last_error = exc
+            continue
+        _working_config[key] = cfg
+        return cfg
+    assert last_error is not None  # configs is never empty
+    raise last_error
 
 
 def flash_attention(
@@ -187,20 +230,23 @@ def flash_attention(
     scale = 1.0 / math.sqrt(d) if sm_scale is None else sm_scale
 
     o = torch.empty((b, h, tq, d), dtype=q.dtype, device=q.device)  # (B, H, Tq, D), contiguous
-    cfg = kernel_config(d, q.dtype, on_cuda)
-    grid = (triton.cdiv(tq, cfg.block_m), b * h)
-    launch = {"num_warps": cfg.num_warps, "num_stages": cfg.num_stages} if on_cuda else {}
-    flash_attention_kernel[grid](
-        q, k, v, o,
-        q.stride(0), q.stride(1), q.stride(2), q.stride(3),
-        k.stride(0), k.stride(1), k.stride(2), k.stride(3),
-        v.stride(0), v.stride(1), v.stride(2), v.stride(3),
-        o.stride(0), o.stride(1), o.stride(2), o.stride(3),
-        h, tq, tk, scale * LOG2E,
-        CAUSAL=causal, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d,
-        DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
-        **launch,
-    )
+
+    def launch(cfg: KernelConfig) -> None:
+        grid = (triton.cdiv(tq, cfg.block_m), b * h)
+        options = {"num_warps": cfg.num_warps, "num_stages": cfg.num_stages} if on_cuda else {}
+        flash_attention_kernel[grid](
+            q, k, v, o,
+            q.stride(0), q.stride(1), q.stride(2), q.stride(3),
+            k.stride(0), k.stride(1), k.stride(2), k.stride(3),
+            v.stride(0), v.stride(1), v.stride(2), v.stride(3),
+            o.stride(0), o.stride(1), o.stride(2), o.stride(3),
+            h, tq, tk, scale * LOG2E,
+            CAUSAL=causal, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d,
+            DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
+            **options,
+        )
+
+    launch_with_fallback((str(q.device), q.dtype, d, causal), kernel_configs(d, q.dtype, on_cuda), launch)
     return o
 
 

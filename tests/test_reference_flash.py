@@ -144,3 +144,96 @@ def test_kernel_works_when_triton_was_imported_first():
     env = {k: v for k, v in __import__("os").environ.items() if k != "TRITON_INTERPRET"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
+
+
+def test_launch_falls_back_to_a_smaller_config_and_remembers_it():
+    """A device with less shared memory (a T4's 64 KiB) rejects the first config at load time."""
+    from inferview.reference import flash_attention as fa
+    from triton.runtime.errors import OutOfResources
+
+    configs = fa.kernel_configs(128, torch.float16, on_cuda=True)
+    tried = []
+
+    def launch(cfg):
+        tried.append(cfg)
+        if cfg.block_m * cfg.block_n > 64 * 64:  # pretend only the smaller tiles fit
+            raise OutOfResources(98304, 65536, "shared memory")
+
+    key = ("test-device", torch.float16, 128, True)
+    fa._working_config.pop(key, None)
+    try:
+        chosen = fa.launch_with_fallback(key, configs, launch)
+        assert chosen == configs[1] and tried == [configs[0], configs[1]]
+        tried.clear()
+        assert fa.launch_with_fallback(key, configs, launch) == configs[1] and tried == [configs[1]]
+
+        def never_fits(cfg):
+            raise OutOfResources(1, 0, "shared memory")
+
+        with pytest.raises(OutOfResources):
+            fa.launch_with_fallback(("other",), configs, never_fits)
+    finally:
+        fa._working_config.pop(key, None)
+
+
+_AOT = """
+import os, sys, json
+os.environ["TRITON_INTERPRET"] = "0"
+import torch, triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from inferview.reference import flash_attention as fa
+
+fn = fa.flash_attention_kernel
+names = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
+results = []
+for cap, dt, d, causal, index in json.loads(sys.argv[1]):
+    cfg = fa.kernel_configs(d, names[dt], True)[index]
+    sig = {}
+    for a in fn.arg_names:
+        if a.endswith("_ptr"):
+            sig[a] = "*" + dt
+        elif a.startswith("stride") or a in ("num_heads", "seq_q", "seq_k"):
+            sig[a] = "i32"
+        elif a == "qk_scale":
+            sig[a] = "fp32"
+        else:
+            sig[a] = "constexpr"
+    consts = dict(CAUSAL=causal, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d,
+                  DOT_PRECISION="ieee" if dt == "fp32" else "tf32")
+    kernel = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts),
+                            target=GPUTarget("cuda", cap, 32),
+                            options={"num_warps": cfg.num_warps, "num_stages": cfg.num_stages})
+    results.append(kernel.metadata.shared)
+print(json.dumps(results))
+"""
+
+
+@pytest.mark.skipif(CUDA, reason="the GPU tests run the kernel itself")
+def test_kernel_compiles_for_cuda_targets_within_their_shared_memory(tmp_path):
+    """Without a GPU, compile the CUDA path ahead of time (Triton's bundled ptxas needs no driver).
+
+    This catches what the interpreter cannot: code that does not lower for fp16/bf16 on real
+    targets, and configs that need more shared memory than a device has. Limits per block (opt-in):
+    sm_90 (H100) 227 KiB, sm_80 (A100) 163 KiB, sm_75 (T4) 64 KiB.
+    """
+    import json
+    import os
+    import subprocess
+    import sys
+
+    cases = [  # (compute capability, dtype, head_dim, causal, index into kernel_configs), limit
+        ((90, "fp16", 128, True, 0), 227 * 1024),
+        ((80, "bf16", 64, False, 0), 163 * 1024),
+        ((90, "fp32", 64, True, 0), 227 * 1024),
+        ((75, "fp16", 128, True, 1), 64 * 1024),  # the first config needs 96 KiB on sm_75
+    ]
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["TRITON_CACHE_DIR"] = str(tmp_path)
+    env["TRITON_DEFAULT_FP_FUSION"] = "1"
+    out = subprocess.run([sys.executable, "-c", _AOT, json.dumps([c for c, _ in cases])],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    shared = json.loads(out.stdout.strip().splitlines()[-1])
+    for (case, limit), used in zip(cases, shared, strict=True):
+        assert 0 < used <= limit, f"{case}: {used} bytes of shared memory, limit {limit}"

@@ -170,11 +170,6 @@ def kernel_configs(head_dim: int, dtype: torch.dtype, on_cuda: bool) -> tuple[Ke
             KernelConfig(block_m=64, block_n=32, num_warps=4, num_stages=2))
 
 
-def kernel_config(head_dim: int, dtype: torch.dtype, on_cuda: bool) -> KernelConfig:
-    """The first configuration to try (see :func:`kernel_configs`)."""
-    return kernel_configs(head_dim, dtype, on_cuda)[0]
-
-
 # The configuration that launched, per (device, dtype, head_dim, causal): the fallback search runs once.
 _working_config: dict[tuple, KernelConfig] = {}
 

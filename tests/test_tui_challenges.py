@@ -105,9 +105,9 @@ async def test_grading_runs_in_the_background_and_escape_cancels_it(app_factory)
         assert client.cancelled.is_set()
         assert isinstance(app.screen, ChallengeScreen)  # escape cancelled; it did not go back
         assert app.services.get_store().submissions("demo-sum") == []
-        await pilot.press("escape", "escape")  # leave the editor, then the screen
+        await pilot.press("escape")  # now escape goes back, in one press
         await pilot.pause()
-        assert isinstance(app.screen, ChallengesScreen) or type(app.screen).__name__ == "HomeScreen"
+        assert type(app.screen).__name__ == "HomeScreen"
 
 
 async def test_hints_one_at_a_time_and_solution_only_after_an_attempt(app_factory) -> None:
@@ -268,3 +268,29 @@ async def test_the_grading_line_keeps_verdict_count_and_time_at_80_columns(app_f
         await settle(pilot)
         bar = screen_text(app).splitlines()[-2]
         assert "FAILED" in bar and "9/12 checks passed" in bar and "12.3 s" in bar
+
+
+async def test_one_escape_from_the_editor_goes_back_and_the_footer_says_what_it_does(app_factory) -> None:
+    app = app_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.open_challenge("demo-sum")
+        await pilot.pause()
+        screen = app.screen
+        assert screen.editor.has_focus
+        assert "esc Back" in screen_text(app).splitlines()[-1]
+        await pilot.press("escape")  # nothing unsaved: straight back
+        await pilot.pause()
+        assert type(app.screen).__name__ == "HomeScreen"
+
+        app.open_challenge("demo-sum")
+        await pilot.pause()
+        screen = app.screen
+        await pilot.press("end", "x")
+        await pilot.pause()
+        assert screen.dirty
+        assert "esc Save & back" in screen_text(app).splitlines()[-1]
+        await pilot.press("escape")  # unsaved edits are saved, never dropped
+        await pilot.pause()
+        assert type(app.screen).__name__ == "HomeScreen"
+        assert screen.path.read_text() == STARTER.replace("def add(a, b):", "def add(a, b):x", 1)

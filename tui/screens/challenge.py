@@ -71,7 +71,9 @@ class ChallengeScreen(Screen[None]):
         Binding("f2", "layout", "Layout", show=False),
         Binding("ctrl+o", "external_editor", "Editor"),
         Binding("ctrl+l", "solution", "Solution"),
-        Binding("escape", "back", "Back"),
+        # one escape goes back; with unsaved edits it saves them first, and the footer says so
+        Binding("escape", "back(0)", "Back"),
+        Binding("escape", "back(1)", "Save & back"),
     ]
 
     def __init__(self, challenge_id: str, file: Path | None = None, mock_id: int | None = None,
@@ -176,6 +178,7 @@ class ChallengeScreen(Screen[None]):
         self._saved_text = text
         self._disk_stamp = _stamp(self.path)
         self.editor.load_text(text)
+        self.refresh_bindings()
 
     def save(self) -> bool:
         """Write the editor to the solution file; False (and a notification) when that fails."""
@@ -188,6 +191,7 @@ class ChallengeScreen(Screen[None]):
             return False
         self._saved_text = text
         self._disk_stamp = _stamp(self.path)
+        self.refresh_bindings()
         return True
 
     def _poll_disk(self) -> None:
@@ -240,7 +244,9 @@ class ChallengeScreen(Screen[None]):
         if action == "cancel_grading":
             return self.grading
         if action == "back":
-            return not self.grading
+            # two footer entries for escape, one shown: "Save & back" while there are unsaved edits
+            dirty = self.is_mounted and bool(self.query(PythonEditor)) and self.dirty
+            return not self.grading and bool(parameters and parameters[0]) == dirty
         if action == "grade":
             return True if not self.grading else None
         if action in ("hint", "solution") and self.mock_id is not None:
@@ -448,9 +454,16 @@ class ChallengeScreen(Screen[None]):
         except OSError:
             pass
 
-    def action_back(self) -> None:
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        if event.text_area.id == "editor":
+            self.refresh_bindings()
+
+    def action_back(self, save: int = 0) -> None:
+        """Go back, saving unsaved edits first (``save`` only tells the footer entries apart)."""
         if self.dirty and self._disk_stamp == _stamp(self.path):
-            self.save()
+            if not self.save():
+                return
+            self.notify(f"Saved {self.path.name}.")
         elif self.dirty:
             self.notify("The file changed on disk while you edited; save (ctrl+s) or reload first.",
                         severity="warning")

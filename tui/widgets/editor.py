@@ -20,9 +20,14 @@ def next_line_indent(before_cursor: str, indent_width: int = 4) -> str:
 
 
 class PythonEditor(TextArea):
-    """A TextArea for Python source whose enter keeps (or deepens) the current indentation."""
+    """A TextArea for Python source whose enter keeps (or deepens) the current indentation, and
+    whose escape is left to the screen (the code editor would only move the focus away, so going
+    back took two presses); shift+tab still moves the focus out of the editor."""
 
     async def _on_key(self, event: events.Key) -> None:
+        if event.key == "escape":
+            event.prevent_default()  # skip TextArea's handler; the key bubbles on to the bindings
+            return
         if event.key == "enter" and not self.read_only:
             event.stop()
             event.prevent_default()

@@ -117,6 +117,22 @@ def _read_capped(path: Path) -> str:
             + tail.decode("utf-8", "replace"))
 
 
+def _kernel_cache(fallback: Path) -> Path:
+    """The persistent Triton cache for GPU gradings, or ``fallback`` when it cannot be made.
+
+    Compiling a kernel for each (dtype, head_dim, causal) variant a grading tries costs seconds on a
+    GPU; the cache is keyed by the kernel's source, so one submission's entries never serve another.
+    """
+    from inferview.paths import kernel_cache_dir
+
+    try:
+        path = kernel_cache_dir()
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return fallback
+    return path
+
+
 class WorkerProcess:
     """One untrusted worker: ``start()``, then ``request()`` calls, then ``close()``."""
 
@@ -167,6 +183,8 @@ class WorkerProcess:
             env["GRADER_TRITON"] = "1"
             if self.device == "cpu":
                 env["TRITON_INTERPRET"] = "1"
+            else:
+                env["TRITON_CACHE_DIR"] = str(_kernel_cache(self.home / ".triton"))
         if self.device == "cpu":
             env["CUDA_VISIBLE_DEVICES"] = ""
         return env

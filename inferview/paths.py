@@ -43,6 +43,12 @@ def workspace_dir() -> Path:
     return data_dir() / "workspace"
 
 
+def kernel_cache_dir() -> Path:
+    """Triton's compiled kernels for graded submissions on a GPU, kept between gradings so that a
+    re-grade does not recompile every kernel variant (the interpreter on a CPU compiles nothing)."""
+    return data_dir() / "cache" / "triton"
+
+
 def user_questions_dir() -> Path:
     """The user's own question banks (``*.yaml``), loaded beside the built-in ones."""
     return data_dir() / "questions"

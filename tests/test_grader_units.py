@@ -273,3 +273,28 @@ def test_counterexample_of_an_explicit_example_reads_like_a_drawn_one():
         tracking(ctx=ctx)
     text = _format_counterexample(info.value, ctx, "tracking", 3)
     assert text.splitlines() == ["case=(1, 2)", "replay: --seed 3"], text
+
+
+def test_gpu_triton_workers_share_a_kernel_cache_and_cpu_workers_interpret(tmp_path, monkeypatch):
+    """On a GPU a re-grade reuses compiled kernels; on a CPU Triton interprets and caches nothing."""
+    from inferview.graders.process import WorkerProcess
+
+    monkeypatch.setenv("INFERVIEW_HOME", str(tmp_path / "home"))
+    gpu, cpu = WorkerProcess(triton=True, device="cuda"), WorkerProcess(triton=True, device="cpu")
+    try:
+        env = gpu.env()
+        assert env["TRITON_CACHE_DIR"] == str(tmp_path / "home" / "cache" / "triton")
+        assert "TRITON_INTERPRET" not in env and (tmp_path / "home" / "cache" / "triton").is_dir()
+        env = cpu.env()
+        assert env["TRITON_INTERPRET"] == "1" and env["CUDA_VISIBLE_DEVICES"] == ""
+        assert env["TRITON_CACHE_DIR"].startswith(str(cpu.tmp))
+    finally:
+        gpu.close()
+        cpu.close()
+    monkeypatch.setenv("INFERVIEW_HOME", str(tmp_path / "a-file"))
+    (tmp_path / "a-file").write_text("")
+    gpu = WorkerProcess(triton=True, device="cuda")
+    try:  # no usable data folder: the run's own temporary folder still works
+        assert gpu.env()["TRITON_CACHE_DIR"].startswith(str(gpu.tmp))
+    finally:
+        gpu.close()

@@ -77,7 +77,10 @@ def test_models_lists_sources():
     names = {m["name"] for m in d["models"]}
     assert {"llama-2-7b", "deepseek-v3", "gpt-oss-120b", "mixtral-8x7b"} <= names
     assert all(m["source"] for m in d["models"]) and all(g["source"] for g in d["gpus"])
-    assert "source:" in run("calc", "models").output
+    text = run("calc", "models").output
+    assert "source:" in text
+    # The listed active count leaves the input embedding out; say so beside a source that counts it.
+    assert "12.75B active" in text and "input-embedding lookup not" in text
 
 
 def test_errors_are_one_line(tmp_path):

@@ -261,6 +261,9 @@ def models_cmd(as_json: bool) -> None:
                    f"{format_value(m['kv_bytes_per_token_bf16'], 'bytes/token'):<16} "
                    f"{format_count(m['params_total'])}{act}")
         click.echo(f"  {'':<16} source: {m['source']}")
+    click.echo("  KV cache per token in bf16. MoE \"active\": parameters one token's matmuls use (the output\n"
+               "  head counted, the input-embedding lookup not), so a paper that counts the embedding\n"
+               "  (Mixtral's 12.9B) reads higher.")
     click.echo("GPUs")
     for g in gpus:
         click.echo(f"  {g['name']:<10} {g['title']:<26} {g['memory_bytes'] / 2**30:g} GiB  "

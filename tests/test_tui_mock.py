@@ -266,3 +266,29 @@ async def test_quitting_pauses_the_interview(app_factory):
     store = app.services.get_store()  # closed on exit; this opens the same file again
     assert store.list_mocks()[0]["status"] == "paused"
     assert store.get_setting(f"mock_draft:{screen.mock_id}")["index"] == 0
+
+
+async def test_the_hub_offers_30_minutes_then_the_last_length_chosen(app_factory):
+    """The arrows start from the length shown as chosen (RadioSet highlights its first button on
+    mount), the default is PRODUCT.md's 30 minutes, and the last length picked is offered next time."""
+    from textual.widgets import RadioSet
+
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("m")
+        await settle(pilot)
+        lengths = app.screen.query_one("#length", RadioSet)
+        assert lengths.pressed_button.id == "len-30"
+        await pilot.press("shift+tab", "shift+tab")  # Start -> Focus -> Length
+        assert lengths.has_focus
+        await pilot.press("down", "enter")  # one below the chosen 30: 45
+        await pilot.press("tab", "tab", "enter")  # Focus -> Start, start
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, MockScreen) and screen.session.minutes == 45
+        await pilot.press("escape")  # pause and leave
+        await settle(pilot)
+        await pilot.press("m")
+        await settle(pilot)
+        assert app.screen.query_one("#length", RadioSet).pressed_button.id == "len-45"

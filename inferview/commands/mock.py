@@ -13,7 +13,8 @@ import click
 @click.option("--seed", type=int, default=None, help="Plan the same interview again.")
 def command(minutes: float | None, focus: str | None, resume: int | None, seed: int | None) -> None:
     """Start a mock interview: questions in an interviewer's story order, one coding challenge, a
-    countdown, and a scored report at the end. Without --minutes the app asks for a length."""
+    countdown, and a scored report at the end. Without --minutes the app asks for a length (the
+    last one chosen is offered first; --focus is then preselected)."""
     from inferview.content.loader import load_library
 
     if resume is not None:
@@ -31,8 +32,6 @@ def command(minutes: float | None, focus: str | None, resume: int | None, seed: 
         lib = load_library()
         if focus not in lib.topics:
             raise click.UsageError(f"unknown topic {focus!r} (known: {', '.join(sorted(lib.topics))})")
-        if minutes is None:
-            minutes = 30
     from inferview.tui.app import run_app
 
     run_app(mock={"minutes": minutes, "focus": focus, "mock_id": resume, "seed": seed}, library=lib)

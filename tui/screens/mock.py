@@ -43,6 +43,10 @@ from inferview.mock.session import MockSession
 from inferview.practice.choice import display_order
 
 LENGTHS = (15, 30, 45, 60)
+DEFAULT_MINUTES = 30
+"""PRODUCT.md: a mock interview runs 30 to 60 minutes; the hub starts at 30 until the user picks
+another length, which is remembered (setting ``mock_minutes``)."""
+MINUTES_SETTING = "mock_minutes"
 TICK_S = 0.5
 
 
@@ -69,7 +73,7 @@ class MockHubScreen(ModalScreen[MockChoice | None]):
     BINDINGS = [Binding("escape", "cancel", "Back")]
 
     def __init__(self, sessions: list[dict[str, Any]], topics: list[tuple[str, str]],
-                 minutes: float = 30, focus: str | None = None) -> None:
+                 minutes: float = DEFAULT_MINUTES, focus: str | None = None) -> None:
         super().__init__()
         self.sessions = sessions
         self.topics = topics
@@ -110,6 +114,11 @@ class MockHubScreen(ModalScreen[MockChoice | None]):
     def on_mount(self) -> None:
         self.query_one("#mock-hub").border_title = "Mock interview"
         self.query_one("#mock-hub").border_subtitle = "escape: back"
+        # RadioSet highlights its first button on mount whatever is pressed: the arrows would start
+        # from 15 minutes while 30 shows as chosen. Start them from the chosen length.
+        lengths = self.query_one("#length", RadioSet)
+        if lengths.pressed_index >= 0:
+            lengths._selected = lengths.pressed_index
         self.query_one("#start", Button).focus()
 
     def _chosen_minutes(self) -> float:
@@ -197,13 +206,17 @@ class MockScreen(Screen[None]):
         elif minutes is not None:
             self._start(minutes, focus, seed)
         else:
-            self._show_hub()
+            self._show_hub(focus)
         self.set_interval(TICK_S, self.tick, name="mock clock")
 
-    def _show_hub(self, minutes: float = 30, focus: str | None = None) -> None:
+    def _show_hub(self, focus: str | None = None) -> None:
         services = self.app.services
         lib = services.get_library()
-        sessions = services.get_store().list_mocks()[:12]
+        store = services.get_store()
+        sessions = store.list_mocks()[:12]
+        minutes = store.get_setting(MINUTES_SETTING, DEFAULT_MINUTES)
+        if minutes not in LENGTHS:
+            minutes = DEFAULT_MINUTES
         topics = [(tid, lib.topic_title(tid)) for tid in lib.topics if lib.questions_for(tid)]
         self.app.push_screen(MockHubScreen(sessions, topics, minutes, focus), self._hub_chosen)
 
@@ -211,6 +224,7 @@ class MockScreen(Screen[None]):
         if choice is None:
             self.app.pop_screen()
         elif choice.action == "new":
+            self.app.services.get_store().set_setting(MINUTES_SETTING, choice.minutes)
             self._start(choice.minutes, choice.focus, None)
         elif choice.action == "resume":
             self._resume(int(choice.mock_id))

@@ -218,6 +218,8 @@ class MockScreen(Screen[None]):
         if minutes not in LENGTHS:
             minutes = DEFAULT_MINUTES
         topics = [(tid, lib.topic_title(tid)) for tid in lib.topics if lib.questions_for(tid)]
+        if focus not in {tid for tid, _ in topics}:
+            focus = None  # a topic without questions cannot be a focus (and Select would refuse it)
         self.app.push_screen(MockHubScreen(sessions, topics, minutes, focus), self._hub_chosen)
 
     def _hub_chosen(self, choice: MockChoice | None) -> None:

@@ -292,3 +292,31 @@ async def test_the_hub_offers_30_minutes_then_the_last_length_chosen(app_factory
         await pilot.press("m")
         await settle(pilot)
         assert app.screen.query_one("#length", RadioSet).pressed_button.id == "len-45"
+
+
+async def test_the_clock_runs_on_while_end_is_asked_and_the_dialog_shows_it(app_factory):
+    """As in a real interview, asking to stop early does not stop the time: the dialog counts down,
+    "Keep going" goes on with the time that passed, and time running out there ends the interview."""
+    from inferview.tui.screens.mock import EndConfirmScreen
+
+    app = app_factory()
+    clock = FakeClock()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open(pilot, MockScreen(minutes=20, seed=4, clock=clock))
+        await pilot.press("ctrl+e")
+        await pilot.pause()
+        assert isinstance(app.screen, EndConfirmScreen)
+        assert "20:00 left" in screen_text(app)
+        clock.t += 65
+        await pilot.pause(0.7)
+        assert "18:55 left" in screen_text(app)
+        await pilot.press("escape")  # keep going
+        await pilot.pause()
+        assert app.screen is screen and screen.session.status == "running"
+        assert round(screen.session.remaining_s()) == 20 * 60 - 65
+        await pilot.press("ctrl+e")
+        await pilot.pause()
+        clock.t += 20 * 60
+        await pilot.pause(0.7)
+        await settle(pilot)
+        assert isinstance(app.screen, MockReportScreen)

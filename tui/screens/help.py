@@ -21,6 +21,8 @@ the keys of the current screen.
 | **p** | practise: reviews due in every topic, then new questions |
 | **enter** | practise the highlighted topic |
 | **c** | coding challenges |
+| **m** | mock interview |
+| **n** | do what the "Next:" line suggests |
 | **k** | KV-cache and weight-memory calculator |
 | **s** | statistics |
 | **e** | content skipped because of errors (when there is any) |
@@ -47,9 +49,33 @@ Numbers take units: `40 GiB`, `42.9 GB`, `4.29e10 bytes`, `320 KiB/token`.
 | **ctrl+l** | reveal the reference solution (after a first attempt) |
 | **ctrl+t** | switch the left pane: statement, results, hints |
 | **F2** | layout: side by side, the left pane alone, the editor alone |
+| **shift+tab** | move out of the editor (**tab** indents inside it) |
+| **escape** | back; unsaved edits are saved first (the footer then reads "Save & back") |
 
 Your solution lives in the workspace folder (shown in the title bar), so any editor works: the
 screen notices when the file changes on disk and asks before replacing unsaved edits.
+
+## Mock interview
+Choose a length (30 minutes at first, then the last one you chose) and, if you like, a topic to
+dwell on. Questions come in an interviewer's order, with follow-ups and one coding challenge; no
+answers are shown until the report at the end.
+
+| key | does |
+|---|---|
+| **ctrl+n** | hand in the answer and go on |
+| **ctrl+k** | skip the question |
+| **ctrl+o** | open the coding challenge's editor (no hints or solution during the interview) |
+| **ctrl+p** | pause: the clock stops until you resume |
+| **escape** | pause and leave; resume it later from the mock-interview hub |
+| **ctrl+e** | end now and see the report |
+
+The clock runs as it would in a real interview: while you write code, and while the "End
+interview?" question is open (if time runs out there, the interview ends). Only pausing stops it,
+and quitting the app pauses it. The report (**ctrl+s** saves it as Markdown) lists the score per
+topic, the time per item, the key points missed and the challenge's verdict.
+
+## Stats
+Reviews and accuracy over time per topic, and the challenge history; **t** moves to the next tab.
 
 ## Calculator
 Pick a model preset (or type the path of a Hugging Face `config.json`), a dtype, batch, context

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from inferview.tui.screens.dialogs import ConfirmScreen
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -155,6 +156,26 @@ class PausedScreen(ModalScreen[None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+
+class EndConfirmScreen(ConfirmScreen):
+    """"End the interview?" with the countdown in it. The clock keeps running while it is open, as
+    in a real interview (asking to stop early does not stop the time); only pausing stops it. If
+    time runs out meanwhile, the interview ends as if "End" had been chosen."""
+
+    def __init__(self, time_left: Callable[[], float]) -> None:
+        super().__init__("", [("end", "End and grade"), ("cancel", "Keep going")], title="End interview")
+        self.time_left = time_left
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self._show_time()
+        self.set_interval(TICK_S, self._show_time, name="end dialog clock")
+
+    def _show_time(self) -> None:
+        self.query_one(".dialog-question", Static).update(
+            f"End the interview now and see the report?\n\n⏱ {_mmss(self.time_left())} left — the clock "
+            "keeps running while you decide (ctrl+p in the interview pauses it).")
 
 
 class MockScreen(Screen[None]):
@@ -413,15 +434,15 @@ class MockScreen(Screen[None]):
         self.app.push_screen(PausedScreen(), resumed)
 
     def action_end(self) -> None:
-        from inferview.tui.screens.dialogs import ConfirmScreen
+        s = self.session
+        if s is None:
+            return
 
         def decided(choice: str | None) -> None:
-            if choice == "end":
+            if choice == "end" and self.session is s:
                 self._finish()
 
-        self.app.push_screen(ConfirmScreen("End the interview now and see the report?",
-                                           [("end", "End and grade"), ("cancel", "Keep going")],
-                                           title="End interview"), decided)
+        self.app.push_screen(EndConfirmScreen(s.remaining_s), decided)
 
     def _draft_key(self) -> str:
         return f"mock_draft:{self.mock_id}"

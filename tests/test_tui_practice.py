@@ -169,3 +169,22 @@ async def test_escape_never_drops_a_written_answer_silently(app_factory) -> None
         await pilot.pause()
         assert not isinstance(app.screen, PracticeScreen)
     assert app.services.get_store().question_attempts() == []
+
+
+async def test_choice_options_show_code_without_backticks_and_are_never_cut_off(app_factory, tmp_path) -> None:
+    """Banks write formulas as code spans, and some options are longer than an 80-column line."""
+    from inferview.tests.test_tui_support import make_library
+
+    library = make_library(tmp_path / "lib")
+    q = library.questions["kv-choice"]
+    long = "`2 × layers × q_heads × head_dim × seq_len × batch × bytes`, whatever the attention variant"
+    options = [q.options[0], q.options[1].model_copy(update={"text": long})]
+    library.questions["kv-choice"] = q.model_copy(update={"options": options})
+    app = app_factory(library=library)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _start(pilot)
+        await pilot.press("ctrl+n")  # skip the open question
+        await pilot.pause()
+        text = screen_text(app)
+        assert "`" not in text
+        assert "2 × layers × q_heads" in text and "attention variant" in text

@@ -143,7 +143,7 @@ class PracticeSession:
         r["partial"] = not r["correct"] and r["score"] > 0
         total = len(r["hits"]) + len(r["misses"])
         r["message"] = f"{len(r['hits'])} of {total} key points" + (
-            f", {len(r['flags'])} misconception(s) flagged." if r["flags"] else ".")
+            f", {len(r['flags'])} misconception{'s' if len(r['flags']) != 1 else ''} flagged." if r["flags"] else ".")
         r["corrected_by_user"] = True
         feedback.corrected = True
 

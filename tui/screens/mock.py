@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from inferview.tui.screens.dialogs import ConfirmScreen
+from inferview.tui.widgets.inline import inline_text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -330,7 +331,7 @@ class MockScreen(Screen[None]):
             sel = self.query_one("#answer-choice", SelectionList)
             sel.clear_options()
             # the banks list the right option first: show them in the practice screen's shuffled order
-            sel.add_options([(q.options[i].text, i) for i in display_order(q, item.seed)])
+            sel.add_options([(inline_text(q.options[i].text), i) for i in display_order(q, item.seed)])
             sel.border_title = "select all that apply" if q.multiple else "select one"
             sel.display = True
             sel.focus()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 from inferview.tui.practice_session import RATINGS, Feedback, PracticeSession, kind_hint
+from inferview.tui.widgets.inline import inline_text
 from rich.console import Group
 from rich.text import Text
 from textual.app import ComposeResult
@@ -142,7 +143,8 @@ class PracticeScreen(Screen[None]):
         elif isinstance(q, ChoiceQuestion):
             box = self.query_one("#answer-choice", SelectionList)
             box.clear_options()
-            box.add_options([Selection(q.options[i].text, i) for i in item.order or range(len(q.options))])
+            box.add_options([Selection(inline_text(q.options[i].text), i)
+                             for i in item.order or range(len(q.options))])
             box.highlighted = 0
         else:
             box = self.query_one("#answer-numeric", Input)

@@ -81,10 +81,30 @@ def _expect_attention(got, q, k, v, causal, sm_scale=None, what="flash_attention
         raise CheckFailed(f"{what}: {ctx_line}")
 
 
+MAX_SCALAR_READS = 32
+"""Scalars a call may read out of tensors (``float(t[i])``, ``.item()``): reading q, k and v one
+number at a time is computing the attention in Python beside a token Triton launch."""
+
+
+def _expect_kernel_did_the_work(ctx: Ctx) -> None:
+    """The engine grades a call that launches no Triton kernel as forbidden; this catches a call
+    that launches one but reads its inputs into Python numbers and does the attention there."""
+    ops = ctx.sub.last_call_stats().get("torch_ops", {})
+    reads = int(ops.get("_local_scalar_dense", 0)) + int(ops.get("is_nonzero", 0))
+    expect(reads <= MAX_SCALAR_READS,
+           f"the call read {reads} numbers out of tensors into Python (float(), .item(), int()); "
+           "the attention must be computed inside the Triton kernel, not in Python")
+
+
+def _call(ctx: Ctx, q, k, v, causal, **kwargs):
+    got = ctx.sub.call("flash_attention", q, k, v, causal=causal, **kwargs)
+    _expect_kernel_did_the_work(ctx)
+    return got
+
+
 def _run(ctx: Ctx, case, **kwargs) -> None:
     q, k, v = _tensors(case, ctx.device)
-    # The engine itself grades a call that launches no Triton kernel as forbidden.
-    got = ctx.sub.call("flash_attention", q, k, v, causal=case["causal"], **kwargs)
+    got = _call(ctx, q, k, v, case["causal"], **kwargs)
     _expect_attention(got, q, k, v, case["causal"], kwargs.get("sm_scale"))
 
 
@@ -115,10 +135,12 @@ def ragged_lengths(ctx: Ctx, case) -> None:
     _run(ctx, case)
 
 
-@check("long key sequences rescale the running softmax", max_examples=5, hint="When a later block raises the row "
-       "maximum from m to m', multiply both the running sum and the accumulator by exp(m - m') "
-       "before adding the new block.")
+@check("long sequences: many key blocks and query blocks", max_examples=5, hint="When a later block raises the "
+       "row maximum from m to m', multiply both the running sum and the accumulator by exp(m - m') "
+       "before adding the new block; launch cdiv(seq_q, BLOCK_M) query blocks.")
 @given(case=flash_cases(lengths=(96, 130), dims=(16,), max_bh=1))
+@example(case={"batch": 1, "heads": 1, "seq_q": 130, "seq_k": 96, "head_dim": 16, "causal": False,
+               "strided": False, "scale": 1.0, "dtype": torch.float32, "seed": 3})
 def many_key_blocks(ctx: Ctx, case) -> None:
     _run(ctx, case)
 
@@ -135,6 +157,35 @@ def head_dims(ctx: Ctx, case) -> None:
 @given(case=flash_cases(lengths=(7, 32, 40), strided=(True,)))
 def strided_inputs(ctx: Ctx, case) -> None:
     _run(ctx, case)
+
+
+LAYOUTS = ("contiguous", "transposed", "packed")
+
+
+def _in_layout(shape, seed: int, layout: str, device, scale: float) -> torch.Tensor:
+    """A ``(B, H, T, D)`` tensor stored contiguously, as a transposed view of ``(B, T, H, D)``, or
+    as one slice of a packed ``(B, T, 3, H, D)`` buffer (a fused QKV projection's output)."""
+    b, h, t, d = shape
+    if layout == "transposed":
+        return gs.tensor((b, t, h, d), seed, device=device, scale=scale).transpose(1, 2)
+    if layout == "packed":
+        return gs.tensor((b, t, 3, h, d), seed, device=device, scale=scale)[:, :, 1].transpose(1, 2)
+    return gs.tensor((b, h, t, d), seed, device=device, scale=scale)
+
+
+@check("q, k and v each in its own layout", max_examples=6, hint="Pass every tensor's own strides "
+       "(q.stride(), k.stride(), v.stride(), out.stride()): k and v need not share a layout, and "
+       "neither needs q's.")
+@given(case=flash_cases(lengths=(7, 32, 40)), layouts=st.permutations(LAYOUTS))
+def mixed_layouts(ctx: Ctx, case, layouts) -> None:
+    note(f"layouts: q {layouts[0]}, k {layouts[1]}, v {layouts[2]} "
+         "(packed = a slice of a (B, T, 3, H, D) buffer)")
+    b, h, d, s = case["batch"], case["heads"], case["head_dim"], case["seed"]
+    q = _in_layout((b, h, case["seq_q"], d), s, layouts[0], ctx.device, 1.0)
+    k = _in_layout((b, h, case["seq_k"], d), s + 1, layouts[1], ctx.device, 1.0)
+    v = _in_layout((b, h, case["seq_k"], d), s + 2, layouts[2], ctx.device, 1.0)
+    got = _call(ctx, q, k, v, case["causal"])
+    _expect_attention(got, q, k, v, case["causal"])
 
 
 @check("an explicit sm_scale is used", max_examples=10, hint="The output is softmax(q k^T * sm_scale) v; only when "
@@ -193,6 +244,7 @@ def throughput_cuda(ctx: Ctx) -> str:
     t_sdpa = _cuda_time(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True))
     ctx.sub.call("flash_attention", q, k, v, causal=True)  # warm-up: compiles the kernel
     got = ctx.sub.call("flash_attention", q, k, v, causal=True)
+    _expect_kernel_did_the_work(ctx)
     t_sub = float(ctx.sub.last_call_stats()["elapsed_s"])  # timed inside the worker, synchronised
     _expect_attention(got, q, k, v, True)
     expect(math.isfinite(t_sub) and t_sub > 0, "timing failed")

@@ -208,6 +208,55 @@ def int4_codes(ctx: Ctx, case: dict) -> None:
                   "codes read back from packed (low nibble = even column)")
 
 
+@check("int4 rounds exact halves to even",
+       hint="The same rounding as int8: torch.round (half to even). floor(x + 0.5) rounds 0.5 to 1 "
+            "and 2.5 to 3.")
+def int4_ties(ctx: Ctx) -> None:
+    w = torch.tensor([[7.0, 0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 6.5],
+                      [-7.0, 3.5, -3.5, 4.5, 0.0, 5.5, -5.5, 1.0]], device=ctx.device)
+    ctx.note(f"w = {w.tolist()}, group_size = 8 (both scales are exactly 1.0)")
+    packed, _ = _pair(ctx.sub.call("quantize_int4_per_group", w, 8), "quantize_int4_per_group")
+    want, _ = qz.quantize_int4_per_group(w, 8)
+    expect_equal(tuple(packed.shape), tuple(want.shape), what="shape of packed")
+    expect_equal(packed.dtype, torch.uint8, what="dtype of packed")
+    expect_equal(qz.unpack_int4(packed.cpu()), qz.unpack_int4(want),
+                 what="codes read back from packed (low nibble = even column)")
+
+
+@check("int4 gives an all-zero group the scale 1.0", max_examples=10,
+       hint="A group of zeros has absmax 0: its scale is exactly 1.0 (every code 0), as for an int8 "
+            "row — not 0, NaN or a clamped epsilon.")
+@given(case=weights(max_groups=3), which=st.integers(0, 100))
+@example(case={"rows": 2, "group_size": 4, "groups": 2, "magnitude": 1.0, "seed": 0}, which=1)
+def int4_zero_group(ctx: Ctx, case: dict, which: int) -> None:
+    w = _build(case, ctx.device)
+    gsz = case["group_size"]
+    r, g = which % case["rows"], (which // case["rows"]) % case["groups"]
+    w[r, g * gsz:(g + 1) * gsz] = 0.0
+    ctx.note(f"group {g} of row {r} is all zeros")
+    packed, scale = _pair(ctx.sub.call("quantize_int4_per_group", w, gsz), "quantize_int4_per_group")
+    want_p, want_s = qz.quantize_int4_per_group(w, gsz)
+    expect_close(scale, want_s.to(ctx.device), what="scale", rtol=1e-6, atol=0)
+    expect_equal(tuple(packed.shape), tuple(want_p.shape), what="shape of packed")
+    _expect_codes(qz.unpack_int4(packed.cpu()), qz.unpack_int4(want_p), _scaled(w, want_s),
+                  "codes read back from packed")
+
+
+@check("int4 accepts float16 and bfloat16 weights", max_examples=10,
+       hint="Convert w to float32 before the scale and the division, as for int8; return float32 "
+            "scales.")
+@given(case=weights(max_rows=3), dtype=st.sampled_from([torch.float16, torch.bfloat16]))
+def int4_low_precision_input(ctx: Ctx, case: dict, dtype: torch.dtype) -> None:
+    w = _build(case, ctx.device, dtype)
+    packed, scale = _pair(ctx.sub.call("quantize_int4_per_group", w, case["group_size"]),
+                          "quantize_int4_per_group")
+    want_p, want_s = qz.quantize_int4_per_group(w, case["group_size"])
+    expect_close(scale, want_s.to(ctx.device), what="scale", rtol=1e-6, atol=0)
+    expect_equal(tuple(packed.shape), tuple(want_p.shape), what="shape of packed")
+    _expect_codes(qz.unpack_int4(packed.cpu()), qz.unpack_int4(want_p), _scaled(w, want_s),
+                  "codes read back from packed")
+
+
 @check("per-group int4 contains an outlier to its own group", max_examples=10,
        hint="One huge weight sets the scale of whatever shares it. With a scale per group of "
             "group_size weights, only that group loses precision; a single scale for the row or "

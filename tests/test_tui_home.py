@@ -128,12 +128,17 @@ async def test_recent_shows_titles_not_raw_ids(app_factory) -> None:
                                   at=FIXED_NOW - timedelta(minutes=9))
     store.record_submission("demo-sum", PASSED, "def add(a, b): return a + b\n",
                             at=FIXED_NOW - timedelta(minutes=3))
+    # a drill is shown with the numbers it was asked with; a long id is cut, not wrapped
+    store.record_question_attempt("a-drill-with-a-long-identifier", "kv-cache", "numeric", "40 GiB",
+                                  {"prompt": "Estimate the KV cache for **Llama-3-70B**"}, False,
+                                  at=FIXED_NOW - timedelta(minutes=12))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         lines = screen_text(app).splitlines()
         start = next(i for i, line in enumerate(lines) if "Recent" in line)
-        block = "\n".join(lines[start:start + 5])
+        block = "\n".join(lines[start:start + 7])
         # newest first, each a human title with its id (dim) on the line under it
         assert "✓ Add two numbers" in block and "demo-sum · 3m" in block
         assert "✓ Why isn't generatin" in block and "kv-why · 9m" in block
         assert block.index("Add two numbers") < block.index("Why isn't")
+        assert "✗ Estimate the KV ca" in block and "a-drill-with-… · 12m │" in block

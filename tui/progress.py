@@ -148,8 +148,8 @@ _MARKUP = re.compile(r"[*_`#>]+")
 
 def prompt_title(prompt: str) -> str:
     """A question prompt as a one-line title: Markdown marks dropped, template fields such as
-    ``{model}`` written as their name ("model"), whitespace collapsed."""
-    text = _PLACEHOLDER.sub(lambda m: m.group(1).replace("_", " "), prompt)
+    ``{model}`` (of a drill whose numbers are not known) written "…", whitespace collapsed."""
+    text = _PLACEHOLDER.sub("…", prompt)
     text = _MARKUP.sub("", text)
     return " ".join(text.split())
 
@@ -161,7 +161,9 @@ def recent_items(attempts: list[dict[str, Any]], submissions: list[dict[str, Any
     items = []
     for a in attempts:
         q = library.questions.get(a["question_id"])
-        title = prompt_title(q.prompt) if q is not None else a["question_id"]
+        result = a.get("result") if isinstance(a.get("result"), dict) else {}
+        prompt = result.get("prompt") or (q.prompt if q is not None else None)  # a drill's, as asked
+        title = prompt_title(str(prompt)) if prompt else a["question_id"]
         items.append(RecentItem("question", a["question_id"], title, a["correct"], a["created_at"]))
     for s in submissions:
         ch = library.challenges.get(s["challenge_id"])

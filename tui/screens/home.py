@@ -113,7 +113,7 @@ class HomeScreen(Screen[None]):
             recent.append(f"{mark} ", style=style)
             recent.append(_fit(item.title, width - 2) + "\n")
             when = ago(item.created_at, now, short=True)
-            recent.append("  " + _fit(item.ref, width - 4 - len(when)) + " · " + when + "\n", style="dim")
+            recent.append("  " + _fit(item.ref, width - 5 - len(when)) + " · " + when + "\n", style="dim")
         recent.rstrip()
         self.query_one("#recent", Static).update(recent)
         from inferview.progress import suggest_next

@@ -144,6 +144,24 @@ def sparse_invalid(ctx: Ctx, case: dict, extra: int, as_bool: bool) -> None:
            f"of {2 + extra} non-zeros")
 
 
+@check("is_2_4_sparse takes a 1-D tensor", max_examples=6,
+       hint="Any number of dimensions, one included: group the last dimension with "
+            "t.reshape(-1, 4) or t.unflatten(-1, (-1, 4)), not with t.shape[0].")
+@given(groups=st.integers(1, 6), seed=gs.seeds(), bad=st.booleans())
+@example(groups=2, seed=0, bad=False)
+def sparse_one_dim(ctx: Ctx, groups: int, seed: int, bad: bool) -> None:
+    w = gs.tensor((1, 4 * groups), seed, device=ctx.device)
+    _, mask = pr.prune_2_4(w)
+    t = mask[0].clone()
+    if bad:
+        g = seed % groups
+        t[4 * g : 4 * g + 4] = True
+    ctx.note(f"t = {t.int().tolist()} (1-D, bool)")
+    expect(_sparse_answer(ctx, t) is (not bad),
+           f"is_2_4_sparse returned {not bad} for a 1-D tensor "
+           f"{'with a group of 4 non-zeros' if bad else 'that is 2:4 sparse'}")
+
+
 @check("is_2_4_sparse is False when the last dimension is not a multiple of 4", max_examples=10,
        hint="Check t.shape[-1] % 4 before reshaping, and return False (do not raise).")
 @given(cols=st.sampled_from([1, 2, 3, 5, 6, 7, 10]), rows=st.integers(1, 3))

@@ -289,7 +289,8 @@ async def test_one_escape_from_the_editor_goes_back_and_the_footer_says_what_it_
         await pilot.press("end", "x")
         await pilot.pause()
         assert screen.dirty
-        assert "esc Save & back" in screen_text(app).splitlines()[-1]
+        footer = screen_text(app).splitlines()[-1]
+        assert "esc Save+back" in footer and "? Help" in footer  # every key still fits 80 columns
         await pilot.press("escape")  # unsaved edits are saved, never dropped
         await pilot.pause()
         assert type(app.screen).__name__ == "HomeScreen"

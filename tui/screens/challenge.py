@@ -67,13 +67,13 @@ class ChallengeScreen(Screen[None]):
         Binding("ctrl+c", "cancel_grading", "Cancel", priority=True, show=False),
         Binding("ctrl+s", "save", "Save"),
         Binding("ctrl+g", "hint", "Hint"),
-        Binding("ctrl+t", "switch_pane", "Pane"),
+        Binding("ctrl+t", "switch_pane", "Tab"),  # statement / results / hints
         Binding("f2", "layout", "Layout", show=False),
         Binding("ctrl+o", "external_editor", "Editor"),
         Binding("ctrl+l", "solution", "Solution"),
         # one escape goes back; with unsaved edits it saves them first, and the footer says so
         Binding("escape", "back(0)", "Back"),
-        Binding("escape", "back(1)", "Save & back"),
+        Binding("escape", "back(1)", "Save+back"),
     ]
 
     def __init__(self, challenge_id: str, file: Path | None = None, mock_id: int | None = None,
@@ -244,7 +244,7 @@ class ChallengeScreen(Screen[None]):
         if action == "cancel_grading":
             return self.grading
         if action == "back":
-            # two footer entries for escape, one shown: "Save & back" while there are unsaved edits
+            # two footer entries for escape, one shown: "Save+back" while there are unsaved edits
             dirty = self.is_mounted and bool(self.query(PythonEditor)) and self.dirty
             return not self.grading and bool(parameters and parameters[0]) == dirty
         if action == "grade":

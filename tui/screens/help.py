@@ -50,7 +50,7 @@ Numbers take units: `40 GiB`, `42.9 GB`, `4.29e10 bytes`, `320 KiB/token`.
 | **ctrl+t** | switch the left pane: statement, results, hints |
 | **F2** | layout: side by side, the left pane alone, the editor alone |
 | **shift+tab** | move out of the editor (**tab** indents inside it) |
-| **escape** | back; unsaved edits are saved first (the footer then reads "Save & back") |
+| **escape** | back; unsaved edits are saved first (the footer then reads "Save+back") |
 
 Your solution lives in the workspace folder (shown in the title bar), so any editor works: the
 screen notices when the file changes on disk and asks before replacing unsaved edits.

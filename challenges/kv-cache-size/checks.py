@@ -127,6 +127,12 @@ def _expect_bytes(ctx: Ctx, cfg: dict[str, Any], seq_len: int, batch: int, dtype
 @example(cfg=preset("llama-2-7b"), seq_len=4096, batch=2)
 def gqa_bytes(ctx: Ctx, cfg: dict[str, Any], seq_len: int, batch: int) -> None:
     _expect_bytes(ctx, cfg, seq_len, batch, "bf16")
+    # the signature's defaults are part of the interface: batch_size=1, dtype="bf16"
+    got = ctx.sub.call("kv_cache_bytes", cfg, seq_len)
+    want = est.kv_cache_bytes(cfg, seq_len, 1, "bf16")
+    if got != want:
+        raise CheckFailed(f"kv_cache_bytes(config, seq_len={seq_len}) with the default batch_size and dtype "
+                          f"returned {got!r}, expected {want:,} (batch_size=1, dtype='bf16')")
 
 
 @check("defaults: num_key_value_heads = num_attention_heads, head_dim = hidden_size // heads",
@@ -134,6 +140,8 @@ def gqa_bytes(ctx: Ctx, cfg: dict[str, Any], seq_len: int, batch: int) -> None:
             "differs from hidden_size // num_attention_heads.")
 @given(cfg=model_configs(attention=("mha", "gqa"), defaults=True), seq_len=st.integers(1, 64))
 @example(cfg={"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64}, seq_len=3)
+@example(cfg={"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64, "sliding_window": None,
+              "kv_lora_rank": None, "qk_rope_head_dim": None}, seq_len=3)  # null MLA keys: not MLA
 def defaults(ctx: Ctx, cfg: dict[str, Any], seq_len: int) -> None:
     _expect_bytes(ctx, cfg, seq_len, 1, "fp16")
 
@@ -232,8 +240,20 @@ def _expect_batch(ctx: Ctx, case: dict[str, Any]) -> None:
                "gpu_bytes": 80 * 2**30, "weight_bytes": 16_060_522_496})
 @example(case={"cfg": preset("llama-3-70b"), "seq_len": 8192, "dtype": "bf16",
                "gpu_bytes": 80 * 2**30, "weight_bytes": 141_107_412_992})
+@example(case={"cfg": preset("llama-3-8b"), "seq_len": 512, "dtype": "bf16",
+               "gpu_bytes": 80 * 2**30, "weight_bytes": 16_060_522_496})  # 1040: past a scan capped at 1024
+@example(case={"cfg": {"num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 1,
+                       "hidden_size": 512}, "seq_len": 16, "dtype": "int4",
+               "gpu_bytes": 2**34 + 2048 * 100_000 + 2047, "weight_bytes": 2**34})  # 100,000 sequences
+@example(case={"cfg": preset("llama-3-8b"), "seq_len": 8192, "dtype": "bf16",
+               "gpu_bytes": 16 * 10**9, "weight_bytes": 16_060_522_496})  # the weights alone do not fit
 def batch_fits(ctx: Ctx, case: dict[str, Any]) -> None:
     _expect_batch(ctx, case)
+    if case["dtype"] == "bf16":  # and once with the default dtype
+        got = ctx.sub.call("max_batch_size", case["cfg"], case["seq_len"], case["gpu_bytes"], case["weight_bytes"])
+        want = est.max_batch_size(case["cfg"], case["seq_len"], case["gpu_bytes"], case["weight_bytes"], "bf16")
+        if got != want:
+            raise CheckFailed(f"max_batch_size without a dtype returned {got!r}, expected {want} (dtype='bf16')")
 
 
 @check("max_batch_size: a cache that fits exactly fits",

@@ -105,6 +105,7 @@ async def test_grading_runs_in_the_background_and_escape_cancels_it(app_factory)
         assert client.cancelled.is_set()
         assert isinstance(app.screen, ChallengeScreen)  # escape cancelled; it did not go back
         assert app.services.get_store().submissions("demo-sum") == []
+        screen._grading_ended -= 5  # (an escape right after the cancel would be ignored)
         await pilot.press("escape")  # now escape goes back, in one press
         await pilot.pause()
         assert type(app.screen).__name__ == "HomeScreen"
@@ -295,3 +296,20 @@ async def test_one_escape_from_the_editor_goes_back_and_the_footer_says_what_it_
         await pilot.pause()
         assert type(app.screen).__name__ == "HomeScreen"
         assert screen.path.read_text() == STARTER.replace("def add(a, b):", "def add(a, b):x", 1)
+
+
+async def test_an_escape_that_comes_just_after_grading_ended_does_not_leave(app_factory) -> None:
+    """Escape cancels a grading; pressed a moment too late, it must not also throw the user out."""
+    app = app_factory(initial=InitialChallenge("demo-sum"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        assert app.screen.last_result is not None and not app.screen.grading
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, ChallengeScreen)
+        app.screen._grading_ended -= 5  # a while later, escape goes back again
+        await pilot.press("escape")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "HomeScreen"

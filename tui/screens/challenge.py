@@ -34,6 +34,8 @@ from inferview import paths
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 POLL_S = 1.0
+LATE_CANCEL_S = 1.0
+"""An escape this soon after grading ended was meant to cancel it: it does not also leave the screen."""
 PANES = ("statement", "results", "hints")
 
 
@@ -94,6 +96,7 @@ class ChallengeScreen(Screen[None]):
         self._disk_stamp: tuple[int, int] | None = None
         self._asking = False
         self._grade_started = 0.0
+        self._grading_ended = float("-inf")
         self._spin = 0
         self._hints_shown = 0
         self._graded_source = ""
@@ -296,6 +299,7 @@ class ChallengeScreen(Screen[None]):
 
     def _end_grading(self) -> None:
         self.grading = False
+        self._grading_ended = time.monotonic()
         timer = getattr(self, "_spin_timer", None)
         if timer is not None:
             timer.stop()
@@ -460,6 +464,8 @@ class ChallengeScreen(Screen[None]):
 
     def action_back(self, save: int = 0) -> None:
         """Go back, saving unsaved edits first (``save`` only tells the footer entries apart)."""
+        if time.monotonic() - self._grading_ended < LATE_CANCEL_S:
+            return  # the press was meant to cancel a grading that finished just before it
         if self.dirty and self._disk_stamp == _stamp(self.path):
             if not self.save():
                 return

@@ -47,11 +47,16 @@ def _describe(c) -> str:
             f"causal={c['causal']}, {dt}, values x{c['scale']:g}, seed={c['seed']}")
 
 
-def _run(ctx: Ctx, c, sm_scale=None) -> None:
+def _inputs(ctx: Ctx, c):
     b, d, s = c["batch"], c["head_dim"], c["seed"]
     q = gs.tensor((b, c["num_heads"], c["seq_q"], d), s, c["dtype"], ctx.device, scale=c["scale"])
     k = gs.tensor((b, c["num_kv_heads"], c["seq_k"], d), s + 1, c["dtype"], ctx.device, scale=c["scale"])
     v = gs.tensor((b, c["num_kv_heads"], c["seq_k"], d), s + 2, c["dtype"], ctx.device)
+    return q, k, v
+
+
+def _run(ctx: Ctx, c, sm_scale=None, tensors=None) -> None:
+    q, k, v = _inputs(ctx, c) if tensors is None else tensors
     kwargs = {"causal": c["causal"]} if sm_scale is None else {"causal": c["causal"], "sm_scale": sm_scale}
     got = ctx.sub.call("gqa_attention", q, k, v, **kwargs)
     exact = attention(q, k, v, causal=c["causal"], sm_scale=sm_scale, compute_dtype=torch.float64)
@@ -105,8 +110,24 @@ def causal_offsets(ctx: Ctx, case) -> None:
     _run(ctx, case)
 
 
-@check("an explicit sm_scale is used", max_examples=10, hint="Only sm_scale=None means 1/sqrt(head_dim).")
+@check("masked keys get no weight, however large their scores", max_examples=5, hint="Replace "
+       "masked scores with -inf (masked_fill or torch.where). Adding a finite penalty such as -1e4 "
+       "leaves weight on a masked key whose score is larger than the penalty.")
+@given(case=gqa_cases(causal=True, decode=True))
+def masked_keys_huge_scores(ctx: Ctx, case) -> None:
+    q, k, v = _inputs(ctx, case)
+    q = q.abs() + 0.5  # every query entry positive ...
+    off = case["seq_k"] - case["seq_q"]
+    k[:, :, off + 1:] = 2e4  # ... so the keys hidden from query 0 score above 1e4
+    note(f"q = |q| + 0.5; keys {off + 1}..{case['seq_k'] - 1} (hidden from query 0) are all 2e4")
+    _run(ctx, case, tensors=(q, k, v))
+
+
+@check("an explicit sm_scale is used", max_examples=10, hint="Only sm_scale=None means 1/sqrt(head_dim); "
+       "an explicit 0.0 is a scale too (uniform weights over the visible keys).")
 @given(case=gqa_cases(), sm_scale=st.sampled_from([0.1, 0.7, 3.0]))
+@example(case={"batch": 1, "num_heads": 2, "num_kv_heads": 1, "seq_q": 3, "seq_k": 5, "head_dim": 8,
+               "causal": True, "dtype": torch.float32, "scale": 1.0, "seed": 2}, sm_scale=0.0)
 def custom_scale(ctx: Ctx, case, sm_scale: float) -> None:
     note(f"sm_scale={sm_scale}")
     _run(ctx, case, sm_scale=sm_scale)

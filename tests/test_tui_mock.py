@@ -163,6 +163,7 @@ async def test_the_interview_challenge_shows_the_clock_and_no_hints_or_solution(
         challenge.query_one("#editor").text = "def add(a, b):\n    return a + b\n"
         await pilot.press("ctrl+r")
         await settle(pilot, rounds=6)
+        challenge._grading_ended -= 5  # not an escape meant to cancel the grading
         challenge.action_back()
         await settle(pilot)
         assert app.screen is screen
@@ -320,3 +321,37 @@ async def test_the_clock_runs_on_while_end_is_asked_and_the_dialog_shows_it(app_
         await pilot.pause(0.7)
         await settle(pilot)
         assert isinstance(app.screen, MockReportScreen)
+
+
+async def test_keys_typed_fast_stay_in_their_answer(app_factory):
+    """ctrl+n right behind the last characters (a fast typist, a terminal sending a burst) must
+    hand in every character, and none may spill into the next question's box."""
+    from textual import events
+
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open(pilot, MockScreen(minutes=20, seed=4, clock=FakeClock()))
+        item = screen.session.current
+        q = app.services.get_library().questions[item.ref]
+        assert q.kind == "open"
+        for ch in "kv cache":
+            app.post_message(events.Key(ch if ch != " " else "space", ch))
+        app.post_message(events.Key("ctrl+n", None))
+        await settle(pilot)
+        assert screen.session.responses[0]["text"] == "kv cache"
+        for box in screen.query("#answer-open, #answer-numeric"):
+            if box.display:  # the next question's box starts empty
+                assert (box.text if box.id == "answer-open" else box.value) == ""
+
+
+async def test_enter_hands_in_a_number(app_factory):
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open(pilot, MockScreen(minutes=30, seed=4, clock=FakeClock()))
+        await pilot.press("ctrl+k")  # the plan: kv-why, then the drill kv-size-drill
+        await settle(pilot)
+        index = screen.session.index
+        assert screen.session.current.ref == "kv-size-drill"
+        await pilot.press(*"40", "space", *"GiB", "enter")
+        await settle(pilot)
+        assert screen.session.responses[index]["text"] == "40 GiB" and screen.session.index == index + 1

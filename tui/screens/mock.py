@@ -184,10 +184,14 @@ class MockScreen(Screen[None]):
 
     CSS_PATH = "../mock.tcss"
     BINDINGS = [
-        Binding("ctrl+n", "submit", "Next", priority=True),
+        # Not priority where the answer boxes bind nothing to the key: a priority binding runs
+        # before the characters typed just ahead of it reach the box, so a fast "...text, ctrl+n"
+        # handed in a cut answer and the rest spilled into the next question's box. ctrl+k and
+        # ctrl+e are the boxes' own keys (delete to end of line, go to end), so those stay priority.
+        Binding("ctrl+n", "submit", "Next"),
         Binding("ctrl+k", "skip", "Skip", priority=True),
-        Binding("ctrl+o", "open_challenge", "Code", priority=True),
-        Binding("ctrl+p", "pause", "Pause", priority=True),
+        Binding("ctrl+o", "open_challenge", "Code"),
+        Binding("ctrl+p", "pause", "Pause"),
         Binding("ctrl+e", "end", "End", priority=True),
         Binding("escape", "leave", "Pause & leave"),
     ]
@@ -412,6 +416,12 @@ class MockScreen(Screen[None]):
                 s.answer(text=self.query_one("#answer-open", TextArea).text)
         self._save()
         self._show_item()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter in the number box hands the answer in, as it does in practice."""
+        if event.input.id == "answer-numeric":
+            event.stop()
+            self.action_submit()
 
     def action_skip(self) -> None:
         if self.session is not None and self.session.current is not None:

@@ -7,7 +7,8 @@ uniform under the correct step and tiny under every wrong one.
 
 False-failure rates for a correct verifier: the calibration check fails when 4 or more of 12
 p-values under the correct step fall below 0.01, which a valid test does with probability below
-``5e-6`` (Binomial(12, 0.01) tail). Each detection check fails when the p-value is not below 0.01;
+``5e-6`` (Binomial(12, 0.01) tail); the second calibration check, under a step that accepts at most
+one draft token, fails when 3 or more of 4 do, below ``4e-6``. Each detection check fails when the p-value is not below 0.01;
 on these distributions, with ``num_samples = 4000``, per-position chi-square tests with a Bonferroni
 correction give p-values below ``1e-12`` for every wrong step (over 30 seeds when the cases were
 designed; the test suite re-checks three), so a sound verifier misses one with negligible
@@ -122,6 +123,35 @@ def calibrated_under_correct_step(ctx: Ctx) -> None:
             f"{len(small)} of {CALIBRATION_RUNS} runs under a correct step gave p < {DETECT_BELOW} "
             f"(chance allows about {CALIBRATION_RUNS * DETECT_BELOW:.2f}); your test rejects a "
             f"sampler that preserves the distribution:\n  " + "\n  ".join(small[:6]))
+
+
+OTHER_RUNS = 4
+"""Runs under ``first_draft_only_step``, a second step that preserves the distribution."""
+
+OTHER_MAX_SMALL = 2
+"""At most this many of those runs may give p < 0.01 (P(Binomial(4, 0.01) >= 3) < 4e-6)."""
+
+
+@check("a step that preserves the distribution another way is not rejected",
+       hint="The null hypothesis is about the emitted tokens only: do not test how many draft tokens "
+            "are accepted (a valid step may accept fewer than the usual rule), and give positions "
+            "that no row reaches no weight instead of a NaN.")
+def calibrated_under_other_step(ctx: Ctx) -> None:
+    """4 runs on the main case under a step that accepts at most the first draft token (valid: each
+    emitted token still follows p_j, positions 2..G are never reached); fails when 3 or more give
+    p < 0.01 (false-failure rate below 4e-6 for a valid test)."""
+    small = []
+    for r in range(OTHER_RUNS):
+        seed = _seed(ctx, 500 + r)
+        pv = _pvalue(ctx, "first_draft_only_step", MAIN, seed)
+        if pv < DETECT_BELOW:
+            small.append(f"seed {seed}: p = {pv:.2e}")
+    if len(small) > OTHER_MAX_SMALL:
+        raise CheckFailed(
+            f"{len(small)} of {OTHER_RUNS} runs under a step that accepts at most one draft token "
+            f"(each emitted token still follows the target) gave p < {DETECT_BELOW}: your test "
+            f"rejects something other than the token distribution (the acceptance counts?):\n  "
+            + "\n  ".join(small))
 
 
 def _detects(ctx: Ctx, step: str, salt: int) -> None:

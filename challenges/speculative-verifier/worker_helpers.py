@@ -55,6 +55,16 @@ def correct_step(draft_tokens, draft_probs, target_probs, generator):
     return n, _finish(q, p, n, generator)
 
 
+def first_draft_only_step(draft_tokens, draft_probs, target_probs, generator):
+    """Also correct, in another way: runs the rule on the first draft token alone (as if
+    ``gamma = 1``), so at most one draft token is accepted and the next token comes from the residual
+    at position 0 or, after an acceptance, from ``p_1``. Fewer tokens per step than
+    :func:`correct_step`, each one still distributed as the target's; positions 2..G are never
+    reached, and the number of accepted tokens does not follow the usual product of the ``beta_j``.
+    """
+    return correct_step(draft_tokens[:, :1], draft_probs[:, :1], target_probs[:, :2], generator)
+
+
 def abs_residual_step(draft_tokens, draft_probs, target_probs, generator):
     """Resamples from ``|p - q|`` instead of ``max(0, p - q)``: the residual is not clamped."""
     q, p, q_x, p_x = _parts(draft_tokens, draft_probs, target_probs)

@@ -150,3 +150,26 @@ def test_resume_of_an_unknown_or_finished_session_is_refused_before_the_app_open
         store.update_mock(done, {}, "finished")
     result = CliRunner().invoke(cli, ["mock", "--resume", str(done)])
     assert result.exit_code == 1 and f"inferview report {done}" in result.output
+
+
+def test_the_markdown_names_items_by_prompt_and_title_not_by_id():
+    from inferview.mock.session import MockSession
+
+    s = MockSession.new(LIB, 30, seed=5, clock=FakeClock())
+    s.started_at = "2026-03-02T09:30:05+00:00"
+    while s.current is not None:
+        s.skip()  # nothing answered: every key point is missed and every question is to review
+    md = mock_store.build_report(s, LIB, 7).to_markdown(LIB)
+    assert "- Started: 2026-03-02 09:30 UTC" in md
+    challenge = next(i for i in s.plan.items if i.kind == "challenge")
+    assert f"## Coding challenge: {LIB.challenges[challenge.ref].spec.title}" in md
+    first = next(i for i in s.plan.items if i.kind == "question")
+    q = LIB.questions[first.ref]
+    section = md[md.index("## Key points missed"):md.index("## To review")]
+    assert f"**{first.ref}**" not in section
+    assert section.splitlines()[2].startswith("- **1. ") and f"  - {q.key_points[0].point}" in section
+    review = md[md.index("## To review"):md.index("## Answers")]
+    assert f"(`{first.ref}`)" in review and f"- `{first.ref}`" not in review
+    for line in md[md.index("## Items"):md.index("## Coding")].strip().splitlines()[4:]:
+        label = line.split(" | ")[1]
+        assert len(label) <= 70 and (label.endswith("…") or not label.endswith(" "))

@@ -67,10 +67,11 @@ class Report:
         return cls(**{**data, "items": items})
 
     def to_markdown(self, lib: Library | None = None) -> str:
-        """The report as Markdown (``inferview report SESSION --md``)."""
+        """The report as Markdown (``inferview report SESSION --md``): items named by their prompt
+        or title (ids only beside them, for ``inferview`` commands), never by id alone."""
         title = (lambda t: lib.topic_title(t)) if lib else (lambda t: t)
         out = [f"# Mock interview {self.session_id or ''}".rstrip(), ""]
-        out.append(f"- Started: {self.started_at}")
+        out.append(f"- Started: {_when(self.started_at)}")
         out.append(f"- Length: {self.minutes:g} min{f', focus: {title(self.focus)}' if self.focus else ''}")
         out.append(f"- Ended: {self.reason} after {_mmss(self.elapsed_s)}")
         out.append(f"- Overall score: **{100 * self.score:.0f}%**")
@@ -79,31 +80,40 @@ class Report:
             out.append(f"| {title(topic)} | {100 * s['score']:.0f}% | {int(s['items'])} |")
         out += ["", "## Items", "", "| # | Item | Topic | Time | Budget | Score |", "|---:|---|---|---:|---:|---:|"]
         for it in self.items:
-            label = it.prompt.splitlines()[0][:70] if it.prompt else it.ref
             time_s = _mmss(it.time_s) if it.time_s is not None else "-"
             mark = f"{100 * it.score:.0f}%" if it.answered else "not answered"
-            out.append(f"| {it.index + 1} | {label.replace('|', '/')} | {title(it.topic)} | {time_s} | "
+            out.append(f"| {it.index + 1} | {_label(it).replace('|', '/')} | {title(it.topic)} | {time_s} | "
                        f"{_mmss(it.budget_s)} | {mark} |")
         if self.challenge:
             c = self.challenge
-            out += ["", f"## Coding challenge: {c['id']}", "", f"Verdict: **{c['verdict'] or 'not graded'}**"]
+            item = next((it for it in self.items if it.kind == "challenge"), None)
+            name = item.prompt if item is not None and item.prompt else c["id"]
+            out += ["", f"## Coding challenge: {name}", "", f"Verdict: **{c['verdict'] or 'not graded'}**"]
             for chk in c.get("failing_checks", []):
                 out.append(f"- ✗ {chk.get('name')}: {chk.get('message', '')}".rstrip(": "))
                 if chk.get("counterexample"):
                     out.append(f"  - smallest failing input: `{_one_line(chk['counterexample'])}`")
                 if chk.get("hint"):
                     out.append(f"  - hint: {chk['hint']}")
-        missed = [(it, kp) for it in self.items for kp in it.key_points_missed]
+        missed = [it for it in self.items if it.key_points_missed]
         if missed:
             out += ["", "## Key points missed", ""]
-            out += [f"- **{it.ref}**: {kp}" for it, kp in missed]
-        flags = [(it, m) for it in self.items for m in it.misconceptions]
+            for it in missed:
+                out.append(f"- **{it.index + 1}. {_label(it)}**")
+                out += [f"  - {kp}" for kp in it.key_points_missed]
+        flags = [it for it in self.items if it.misconceptions]
         if flags:
             out += ["", "## Misconceptions flagged", ""]
-            out += [f"- **{it.ref}**: “{m['claim']}” — {m['correction']}" for it, m in flags]
+            for it in flags:
+                out.append(f"- **{it.index + 1}. {_label(it)}**")
+                out += [f"  - “{m['claim']}” — {m['correction']}" for m in it.misconceptions]
         if self.review:
+            prompts = {it.ref: it.prompt for it in self.items if it.kind == "question"}
             out += ["", "## To review", "", "These questions are now due in your review queue:", ""]
-            out += [f"- {qid}" for qid in self.review]
+            for qid in self.review:
+                q = lib.questions.get(qid) if lib else None
+                prompt = prompts.get(qid) or (q.prompt if q is not None else "")
+                out.append(f"- {_shorten(prompt)} (`{qid}`)" if prompt else f"- `{qid}`")
         answered = [it for it in self.items if it.kind == "question"]
         if answered:
             out += ["", "## Answers and model answers", ""]
@@ -114,6 +124,39 @@ class Report:
                 if it.message:
                     out += [f"_{it.message}_", ""]
         return "\n".join(out).rstrip() + "\n"
+
+
+LABEL_CHARS = 70
+"""Items are named by the start of their prompt, cut at a word to about this many characters."""
+
+
+def _shorten(text: str, width: int = LABEL_CHARS) -> str:
+    """``text`` on one line, cut at a word boundary with an ellipsis when longer than ``width``."""
+    line = " ".join(text.split())
+    if len(line) <= width:
+        return line
+    cut = line[: width - 1]
+    if " " in cut:
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,;:—-") + "…"
+
+
+def _label(item: ItemReport) -> str:
+    """How an item is named in the report: the start of its prompt (a challenge: its title)."""
+    return _shorten(item.prompt.replace("**", "").replace("`", "")) if item.prompt else item.ref
+
+
+def _when(iso: str) -> str:
+    """A stored UTC timestamp as "2026-03-02 09:30 UTC" (the raw value when it does not parse)."""
+    from datetime import datetime, timezone
+
+    try:
+        ts = datetime.fromisoformat(iso)
+    except (TypeError, ValueError):
+        return str(iso)
+    if ts.tzinfo is not None:
+        ts = ts.astimezone(timezone.utc)
+    return ts.strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _mmss(seconds: float) -> str:

@@ -142,3 +142,19 @@ async def test_recent_shows_titles_not_raw_ids(app_factory) -> None:
         assert "✓ Why isn't generatin" in block and "kv-why · 9m" in block
         assert block.index("Add two numbers") < block.index("Why isn't")
         assert "✗ Estimate the KV ca" in block and "a-drill-with-… · 12m │" in block
+
+
+async def test_a_wider_terminal_gives_recent_titles_more_room(app_factory) -> None:
+    app = app_factory()
+    app.services.get_store().record_question_attempt("kv-why", "kv-cache", "open", "x", {}, True, at=FIXED_NOW)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert "Why isn't generating the 50" not in screen_text(app)
+        await pilot.resize_terminal(100, 30)
+        await pilot.pause()
+        await pilot.pause()
+        assert "✓ Why isn't generating the 50" in screen_text(app)
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        await pilot.pause()
+        assert "✓ Why isn't generatin…" in screen_text(app)

@@ -81,6 +81,11 @@ class HomeScreen(Screen[None]):
         if self.app.services.library_ready:
             self.refresh_data()
 
+    def on_resize(self) -> None:
+        # the Recent titles are cut to the pane's width: cut them again once the new layout is done
+        if self.app.services.library_ready:
+            self.call_after_refresh(self.refresh_data)
+
     def refresh_data(self) -> None:
         """Re-read the store and the library and redraw every panel."""
         services = self.app.services

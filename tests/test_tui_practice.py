@@ -178,7 +178,7 @@ async def test_choice_options_show_code_without_backticks_and_are_never_cut_off(
     library = make_library(tmp_path / "lib")
     q = library.questions["kv-choice"]
     long = "`2 × layers × q_heads × head_dim × seq_len × batch × bytes`, whatever the attention variant"
-    options = [q.options[0], q.options[1].model_copy(update={"text": long})]
+    options = [q.options[1].model_copy(update={"text": long}), q.options[0]]  # the long one first
     library.questions["kv-choice"] = q.model_copy(update={"options": options})
     app = app_factory(library=library)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -188,3 +188,8 @@ async def test_choice_options_show_code_without_backticks_and_are_never_cut_off(
         text = screen_text(app)
         assert "`" not in text
         assert "2 × layers × q_heads" in text and "attention variant" in text
+        lines = text.splitlines()
+        boxes = [line for line in lines if "▐" in line]
+        assert len(boxes) == 2, boxes  # one box per option, on its first line only
+        assert "Sequence length" in boxes[0] + boxes[1] and "2 × layers" in boxes[0] + boxes[1]
+        assert "▐" not in next(line for line in lines if "attention variant" in line)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from inferview.tui.screens.dialogs import ConfirmScreen
+from inferview.tui.widgets.choices import ChoiceList
 from inferview.tui.widgets.inline import inline_text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -218,7 +219,7 @@ class MockScreen(Screen[None]):
         with Vertical(id="mock-answer"):
             yield TextArea(id="answer-open", soft_wrap=True)
             yield Input(placeholder="a number with its unit, e.g. 40 GiB", id="answer-numeric")
-            yield SelectionList[int](id="answer-choice")
+            yield ChoiceList(id="answer-choice")
             yield Static(id="challenge-info")
         yield Footer()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 from inferview.tui.practice_session import RATINGS, Feedback, PracticeSession, kind_hint
+from inferview.tui.widgets.choices import ChoiceList
 from inferview.tui.widgets.inline import inline_text
 from rich.console import Group
 from rich.text import Text
@@ -86,7 +87,7 @@ class PracticeScreen(Screen[None]):
                     yield Markdown(id="card")
                 yield Static(id="answer-hint", classes="muted")
                 yield TextArea(id="answer-open", soft_wrap=True, tab_behavior="focus")
-                yield SelectionList[int](id="answer-choice")
+                yield ChoiceList(id="answer-choice")
                 yield Input(id="answer-numeric", placeholder="e.g. 40 GiB")
             with VerticalScroll(id="feedback"):
                 yield Static(id="verdict")

@@ -193,3 +193,7 @@ async def test_choice_options_show_code_without_backticks_and_are_never_cut_off(
         assert len(boxes) == 2, boxes  # one box per option, on its first line only
         assert "Sequence length" in boxes[0] + boxes[1] and "2 × layers" in boxes[0] + boxes[1]
         assert "▐" not in next(line for line in lines if "attention variant" in line)
+        await pilot.press("space", "ctrl+s")  # the long (wrong) one: the feedback lists the options
+        await pilot.pause()
+        text = screen_text(app)
+        assert "✗ Not yet" in text and "✗ 2 × layers × q_heads" in text and "`" not in text

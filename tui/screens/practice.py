@@ -251,12 +251,17 @@ class PracticeScreen(Screen[None]):
         for f in r["flags"]:
             parts.append(Text.assemble(("✗ ", "red"), (f["claim"], "bold"), ": ", f["correction"]))
         if r["kind"] == "choice":
-            for o in r["options"]:
+            # in the order the options were shown, code spans styled rather than in backticks
+            shown = {index: n for n, index in enumerate(fb.item.order or [])}
+            for o in sorted(r["options"], key=lambda o: shown.get(o.get("index"), len(shown))):
                 mark = ("✓" if o["correct"] else "✗") if o["chosen"] else ("○" if o["correct"] else " ")
                 style = "green" if o["correct"] else ("red" if o["chosen"] else "dim")
-                line = Text(f"{mark} {o['text']}", style=style)
+                option = inline_text(str(o["text"]))
+                option.stylize(style)
+                line = Text(f"{mark} ", style=style) + option
                 if o.get("why") and (o["chosen"] or o["correct"]):
-                    line.append(f" — {o['why']}", style="default")
+                    line.append(" — ")
+                    line.append_text(inline_text(str(o["why"])))
                 parts.append(line)
         if r["kind"] == "numeric":
             parts.append(Text.assemble(("Expected: ", "bold"), str(r["expected_text"])))

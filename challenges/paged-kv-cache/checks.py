@@ -46,6 +46,35 @@ def _expect_free(sub, model: PagedKVCache, when: str) -> None:
     expect_equal(sub.get("num_free_blocks"), model.num_free_blocks, what=f"num_free_blocks {when}")
 
 
+def _expect_tables(sub, model: PagedKVCache, when: str) -> None:
+    """Every live sequence's block_table is a list of physical ids in ``[0, num_blocks)``, as long
+    as the model's, and shares blocks exactly where the model's does: the ids may differ, but
+    (submission id, model id) must pair up one to one over all tables."""
+    to_model: dict[int, int] = {}
+    to_sub: dict[int, int] = {}
+    for sid in sorted(model.tables):
+        got = sub.call("block_table", sid)
+        if not isinstance(got, list) or any(isinstance(b, bool) or not isinstance(b, int) for b in got):
+            raise CheckFailed(f"block_table({sid}) must be a list of ints, got {got!r} {when}")
+        want = model.block_table(sid)
+        if len(got) != len(want):
+            raise CheckFailed(f"block_table({sid}) has {len(got)} blocks, expected {len(want)} "
+                              f"(ceil(seq_len / block_size)) {when}")
+        for i, (b, m) in enumerate(zip(got, want, strict=True)):
+            if not 0 <= b < model.config.num_blocks:
+                raise CheckFailed(f"block_table({sid})[{i}] = {b} is not a block id in "
+                                  f"[0, {model.config.num_blocks}) {when}")
+            if to_model.setdefault(b, m) != m or to_sub.setdefault(m, b) != b:
+                raise CheckFailed(
+                    f"block_table({sid})[{i}] = {b} {when}: the tables {_tables(sub, model)} share "
+                    f"blocks differently from the rules (expected the pattern of {model.tables}: fork "
+                    f"shares every block, copy-on-write replaces only the writer's last block)")
+
+
+def _tables(sub, model: PagedKVCache) -> dict[int, object]:
+    return {sid: sub.call("block_table", sid) for sid in sorted(model.tables)}
+
+
 @check("append then gather returns every token", max_examples=10, hint="Token p is in block table[p // block_size], "
        "slot p % block_size; gather reads them back in order.")
 @given(block_size=st.sampled_from([1, 4, 16]), chunks=st.lists(st.integers(1, 20), min_size=1, max_size=4),
@@ -104,6 +133,7 @@ def fork_cow(ctx: Ctx, block_size: int, prefix: int, t_a: int, t_b: int, seed: i
     model.fork(0, 1)
     _expect_free(sub, model, "after fork (a fork claims no block)")
     _expect_same(ctx, sub, model, 1, "after fork")
+    _expect_tables(sub, model, "after fork")
     for sid, t, s in ((1, t_a, seed + 10), (0, t_b, seed + 20)):
         k, v = _kv(t, s, ctx.device)
         sub.call("append", sid, k, v)
@@ -111,6 +141,7 @@ def fork_cow(ctx: Ctx, block_size: int, prefix: int, t_a: int, t_b: int, seed: i
         for other in (0, 1):
             _expect_same(ctx, sub, model, other, f"after appending {t} tokens to sequence {sid}")
         _expect_free(sub, model, f"after appending {t} tokens to sequence {sid}")
+        _expect_tables(sub, model, f"after appending {t} tokens to sequence {sid}")
 
 
 @check("free keeps blocks that another sequence still shares", max_examples=10, hint="Decrement each block's reference "
@@ -161,11 +192,81 @@ def failures(ctx: Ctx, block_size: int, fill: int, extra: int, seed: int) -> Non
         sub.call("fork", 7, 8)
     with expect_raises(ctx, "ValueError", what="fork onto an id that exists"):
         sub.call("fork", 0, 1)
-    bad = gs.tensor((HKV + 1, 1, D), seed, device=ctx.device)
-    with expect_raises(ctx, "ValueError", what=f"append of k with {HKV + 1} heads into a {HKV}-head cache"):
-        sub.call("append", 0, bad, bad)
+    with expect_raises(ctx, "ValueError", what="fork of a sequence onto its own id"):
+        sub.call("fork", 0, 0)
+    ok = gs.tensor((HKV, 1, D), seed + 4, device=ctx.device)
+    for what, bad_k, bad_v in (
+        (f"append of k with {HKV + 1} heads into a {HKV}-head cache", gs.tensor((HKV + 1, 1, D), seed, device=ctx.device), None),
+        (f"append of k with head_dim {D + 1} into a head_dim-{D} cache", gs.tensor((HKV, 1, D + 1), seed, device=ctx.device), None),
+        (f"append whose v has {HKV + 1} heads (k is right)", ok, gs.tensor((HKV + 1, 1, D), seed, device=ctx.device)),
+        ("append of k with 2 tokens and v with 1", gs.tensor((HKV, 2, D), seed, device=ctx.device), ok),
+        ("append of a 2-D k and v", gs.tensor((HKV, D), seed, device=ctx.device), None),
+    ):
+        with expect_raises(ctx, "ValueError", what=what):
+            sub.call("append", 0, bad_k, bad_k if bad_v is None else bad_v)
     _expect_free(sub, model, "after the rejected calls")
     _expect_same(ctx, sub, model, 0, "after the rejected calls")
+
+
+@check("copy-on-write counts its block before an append", max_examples=5, hint="Appending to a partly filled "
+       "shared last block needs one block for the private copy on top of the new ones: with none free, "
+       "raise RuntimeError before copying or writing anything.")
+@given(block_size=st.sampled_from([2, 4]), seed=gs.seeds())
+def cow_needs_a_block(ctx: Ctx, block_size: int, seed: int) -> None:
+    note(f"block_size={block_size}, 2 blocks: sequence 0 gets 1 token, fork 0 -> 1, sequence 2 takes the "
+         f"last block, then 1 token is appended to sequence 1 (its copy needs a block; none is free)")
+    sub, model = _new(ctx, 2, block_size), PagedKVCache(2, HKV, D, block_size)
+    for op, args in (("allocate", (0,)), ("append", (0, *_kv(1, seed, ctx.device))), ("fork", (0, 1)),
+                     ("allocate", (2,)), ("append", (2, *_kv(block_size, seed + 2, ctx.device)))):
+        sub.call(op, *args)
+        getattr(model, op)(*[a.cpu() if isinstance(a, torch.Tensor) else a for a in args])
+        _expect_free(sub, model, f"after {op}{args[:1]}")
+    with expect_raises(ctx, "RuntimeError", what="an append whose copy-on-write needs a block, with none free"):
+        sub.call("append", 1, *_kv(1, seed + 4, ctx.device))
+    _expect_free(sub, model, "after the rejected append")
+    for sid in (0, 1, 2):
+        _expect_same(ctx, sub, model, sid, "after the rejected append")
+    _expect_tables(sub, model, "after the rejected append")
+
+
+@check("a freed id is unknown, and can be allocated again", max_examples=5, hint="free removes the sequence "
+       "entirely: later calls with its id raise ValueError, as for any unknown id, until it is allocated "
+       "again as a new, empty sequence.")
+@given(block_size=st.sampled_from([2, 4]), t=st.integers(1, 6), seed=gs.seeds())
+def freed_ids(ctx: Ctx, block_size: int, t: int, seed: int) -> None:
+    note(f"block_size={block_size}; sequence 3 gets {t} tokens and is freed, then its id is reused")
+    sub, model = _new(ctx, 8, block_size), PagedKVCache(8, HKV, D, block_size)
+    with expect_raises(ctx, "ValueError", what="free of an id that was never allocated"):
+        sub.call("free", 9)
+    sub.call("allocate", 3)
+    sub.call("append", 3, *_kv(t, seed, ctx.device))
+    sub.call("free", 3)
+    for op, args in (("seq_len", (3,)), ("gather", (3,)), ("block_table", (3,)), ("free", (3,)),
+                     ("append", (3, *_kv(1, seed, ctx.device))), ("fork", (3, 4))):
+        with expect_raises(ctx, "ValueError", what=f"{op}(3, ...) after free(3)"):
+            sub.call(op, *args)
+    sub.call("allocate", 3)
+    model.allocate(3)
+    _expect_same(ctx, sub, model, 3, "after allocating the freed id again")
+    _expect_free(sub, model, "after allocating the freed id again")
+    sub.call("append", 3, *_kv(t, seed + 2, ctx.device))
+    model.append(3, *_kv(t, seed + 2, "cpu"))
+    _expect_same(ctx, sub, model, 3, "after appending to the reused id")
+
+
+@check("the pool keeps its dtype", max_examples=4, hint="Allocate the pool with the dtype passed to the "
+       "constructor; gather returns keys and values in that dtype.")
+@given(dtype=st.sampled_from([torch.float16, torch.bfloat16, torch.float64]), t=st.integers(1, 9), seed=gs.seeds())
+def pool_dtype(ctx: Ctx, dtype: torch.dtype, t: int, seed: int) -> None:
+    note(f"dtype={dtype}, block_size=4, {t} tokens")
+    sub = ctx.sub.new("PagedKVCache", 4, HKV, D, block_size=4, dtype=dtype, device=ctx.device)
+    k = gs.tensor((HKV, t, D), seed, dtype=dtype, device=ctx.device)
+    v = gs.tensor((HKV, t, D), seed + 1, dtype=dtype, device=ctx.device)
+    sub.call("allocate", 0)
+    sub.call("append", 0, k, v)
+    got = sub.call("gather", 0)
+    expect_equal(got[0], k, what="keys gathered from the pool")
+    expect_equal(got[1], v, what="values gathered from the pool")
 
 
 def _program(ctx: Ctx, num_blocks: int, block_size: int) -> type[RuleBasedStateMachine]:

@@ -328,6 +328,7 @@ async def test_the_clock_runs_on_while_end_is_asked_and_the_dialog_shows_it(app_
         await pilot.pause()
         clock.t += 20 * 60
         await _until(pilot, lambda: isinstance(app.screen, MockReportScreen))
+        await settle(pilot)
 
 
 async def test_keys_typed_fast_stay_in_their_answer(app_factory):

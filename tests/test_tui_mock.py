@@ -318,6 +318,8 @@ async def test_the_clock_runs_on_while_end_is_asked_and_the_dialog_shows_it(app_
         await pilot.pause()
         assert isinstance(app.screen, EndConfirmScreen)
         assert "20:00 left" in screen_text(app)
+        footer = screen_text(app).splitlines()[-1]  # the dialog's keys, not the interview's
+        assert "esc Cancel" in footer and "Pause" not in footer and "Skip" not in footer
         clock.t += 65
         await _until(pilot, lambda: "18:55 left" in screen_text(app))  # the dialog's own timer
         await pilot.press("escape")  # keep going

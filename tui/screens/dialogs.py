@@ -1,4 +1,7 @@
-"""Small dialogs: each a ``ModalScreen[T]`` closed with ``dismiss(value)``."""
+"""Small dialogs: each a ``ModalScreen[T]`` closed with ``dismiss(value)``.
+
+Each brings its own footer: the one of the screen underneath would go on listing keys that do
+nothing while the dialog is open."""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Label, Static, TextArea
+from textual.widgets import Button, Footer, Label, Static, TextArea
 
 
 class ConfirmScreen(ModalScreen[str]):
@@ -32,6 +35,7 @@ class ConfirmScreen(ModalScreen[str]):
             with Horizontal(classes="dialog-buttons"):
                 for key, label in self.choices:
                     yield Button(label, id=f"choice-{key}")
+        yield Footer()
 
     def on_mount(self) -> None:
         self.query_one(".dialog").border_title = self.dialog_title
@@ -64,6 +68,7 @@ class ErrorsScreen(ModalScreen[None]):
             yield Label("Fix these files and restart; everything else loaded.", classes="dialog-question")
             for line in self.errors:
                 yield Static(line, classes="error-line", markup=False)
+        yield Footer()
 
     def on_mount(self) -> None:
         self.query_one(".dialog").border_title = f"{len(self.errors)} content problems"
@@ -85,6 +90,7 @@ class SolutionScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide tall"):
             yield TextArea.code_editor(self.source, language="python", read_only=True, id="solution-code")
+        yield Footer()
 
     def on_mount(self) -> None:
         self.query_one(".dialog").border_title = self.solution_title

@@ -152,6 +152,7 @@ class PausedScreen(ModalScreen[None]):
         with Vertical(classes="dialog"):
             yield Static("The interview is paused; the clock is stopped.\n\nPress enter to resume.",
                          classes="dialog-question")
+        yield Footer()
 
     def on_mount(self) -> None:
         self.query_one(".dialog").border_title = "Paused"

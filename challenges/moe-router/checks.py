@@ -94,9 +94,9 @@ def route_half(ctx: Ctx, case: dict) -> None:
        hint="f_i: fraction of the tokens * k assignments sent to expert i (bincount / (tokens * k)); "
             "P_i: softmax probability of expert i averaged over tokens; multiply the sum by "
             "num_experts.")
-@given(case=routings(), spread=st.sampled_from([0.5, 2.0, 6.0]))
-def lb_loss(ctx: Ctx, case: dict, spread: float) -> None:
-    x = _logits(case, ctx.device, spread=spread)
+@given(case=routings(), spread=st.sampled_from([0.5, 2.0, 6.0]), dtype=st.sampled_from([torch.float32, torch.float16]))
+def lb_loss(ctx: Ctx, case: dict, spread: float, dtype: torch.dtype) -> None:
+    x = _logits(case, ctx.device, spread=spread).to(dtype)  # on the 1/64 grid: exact in float16 too
     _, idx = moe.route(x, case["k"])
     got = ctx.sub.call("load_balancing_loss", x, idx, case["experts"])
     want = moe.load_balancing_loss(x, idx, case["experts"])
@@ -131,6 +131,8 @@ def lb_loss_extremes(ctx: Ctx, per_expert: int, experts: int, k: int) -> None:
 @given(tokens=st.integers(1, 4096), experts=st.integers(1, 64), k=st.integers(1, 4),
        cf=st.sampled_from([0.5, 1.0, 1.25, 1.5, 2.0]))
 @example(tokens=10, experts=4, k=2, cf=1.0)
+@example(tokens=4, experts=5, k=3, cf=1.25)  # exactly 3; tokens / experts * k * cf rounds to 3.0000000000000004
+@example(tokens=170, experts=17, k=3, cf=0.5)  # exactly 15; cf * k / experts * tokens rounds above 15
 def capacity_formula(ctx: Ctx, tokens: int, experts: int, k: int, cf: float) -> None:
     got = ctx.sub.call("expert_capacity", tokens, experts, k, cf)
     want = moe.expert_capacity(tokens, experts, k, cf)

@@ -151,6 +151,7 @@ async def test_the_interview_challenge_shows_the_clock_and_no_hints_or_solution(
         while screen.session.current.kind != "challenge":
             await pilot.press("ctrl+k")
             await settle(pilot)
+        assert app.focused is screen.query_one("#mock-card")  # the keys scroll the statement
         clock.t += 125
         await pilot.press("ctrl+o")
         await settle(pilot)

@@ -365,6 +365,8 @@ class MockScreen(Screen[None]):
         status = f"last run: {result.get('verdict')}" if result else "not run yet"
         info.update(f"ctrl+o opens the editor (ctrl+r runs the tests there) · {status} · ctrl+n hands it in")
         info.display = True
+        # no answer box here: the statement takes the focus, so the arrows and page keys scroll it
+        self.query_one("#mock-card", VerticalScroll).focus()
 
     # ------------------------------------------------------------------ the clock
 

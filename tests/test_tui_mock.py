@@ -366,3 +366,17 @@ async def test_enter_hands_in_a_number(app_factory):
         await pilot.press(*"40", "space", *"GiB", "enter")
         await settle(pilot)
         assert screen.session.responses[index]["text"] == "40 GiB" and screen.session.index == index + 1
+
+
+def test_the_hub_lists_sessions_in_local_time(monkeypatch):
+    import time
+
+    monkeypatch.setenv("TZ", "Asia/Kolkata")  # UTC+5:30, no daylight saving
+    time.tzset()
+    try:
+        label = MockHubScreen._label({"id": 3, "created_at": "2026-03-02T09:30:00.000000+00:00",
+                                      "config": {"minutes": 30}, "status": "paused", "state": {"elapsed_s": 60}})
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert label.startswith("#3  2026-03-02 15:00  30 min  paused · 29:00 left")

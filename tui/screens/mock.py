@@ -64,6 +64,16 @@ class MockChoice:
     mock_id: int | None = None
 
 
+def _local_time(iso: str) -> str:
+    """A stored UTC timestamp in the user's local time, "2026-03-02 10:30"."""
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return iso[:16].replace("T", " ")
+
+
 def _mmss(seconds: float) -> str:
     seconds = max(0, int(seconds + 0.999))
     return f"{seconds // 60:02d}:{seconds % 60:02d}"
@@ -104,7 +114,7 @@ class MockHubScreen(ModalScreen[MockChoice | None]):
 
     @staticmethod
     def _label(s: dict[str, Any]) -> str:
-        when = s["created_at"][:16].replace("T", " ")
+        when = _local_time(s["created_at"])
         minutes = s["config"].get("minutes", "?")
         if s["status"] == "finished":
             score = s["state"].get("report", {}).get("score")

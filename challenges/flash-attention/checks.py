@@ -173,7 +173,7 @@ def _in_layout(shape, seed: int, layout: str, device, scale: float) -> torch.Ten
     return gs.tensor((b, h, t, d), seed, device=device, scale=scale)
 
 
-@check("q, k and v each in its own layout", max_examples=6, hint="Pass every tensor's own strides "
+@check("q, k and v each in its own layout", max_examples=4, hint="Pass every tensor's own strides "
        "(q.stride(), k.stride(), v.stride(), out.stride()): k and v need not share a layout, and "
        "neither needs q's.")
 @given(case=flash_cases(lengths=(7, 32, 40)), layouts=st.permutations(LAYOUTS))
@@ -188,9 +188,32 @@ def mixed_layouts(ctx: Ctx, case, layouts) -> None:
     _expect_attention(got, q, k, v, case["causal"])
 
 
+@check("masked keys get no weight, however large their scores", max_examples=2, hint="Set the scores "
+       "of masked keys to -inf with tl.where before the row maximum; adding a finite penalty such "
+       "as -1e4 leaves weight on a masked key whose score is larger than the penalty.")
+@given(case=flash_cases(causal=True, lengths=(16, 33), dims=(16,)))
+@example(case={"batch": 1, "heads": 1, "seq_q": 16, "seq_k": 33, "head_dim": 16, "causal": True,
+               "strided": False, "scale": 1.0, "dtype": torch.float32, "seed": 5})
+def masked_keys_huge_scores(ctx: Ctx, case) -> None:
+    q, k, v = _tensors(case, ctx.device)
+    q = (q.abs() * 2).round() / 2 + 0.5  # every entry a positive multiple of 0.5, and with
+    off = case["seq_k"] - case["seq_q"]  # head_dim 16 (scale 1/4) every score is exact
+    k = k.clone()
+    k[:, :, off + 1:] = 2.0**15  # the keys hidden from query 0 score above 1e4
+    v = v.clone()
+    v[:, :, off + 1:] = v[:, :, off + 1:off + 2].clone()  # one value for all of them: a row that
+    # sees them outputs it whatever the rounding of their (equal) scores
+    note(f"q = round(2|q|) / 2 + 0.5; keys {off + 1}..{case['seq_k'] - 1} (hidden from query 0) "
+         "are all 2^15 and share one value row")
+    got = _call(ctx, q, k, v, True)
+    _expect_attention(got, q, k, v, True)
+
+
 @check("an explicit sm_scale is used", max_examples=10, hint="The output is softmax(q k^T * sm_scale) v; only when "
-       "sm_scale is None does it default to 1/sqrt(head_dim).")
+       "sm_scale is None does it default to 1/sqrt(head_dim) (an explicit 0.0 is a scale too).")
 @given(case=flash_cases(lengths=(8, 33)), sm_scale=st.sampled_from([0.05, 0.5, 2.0]))
+@example(case={"batch": 1, "heads": 1, "seq_q": 8, "seq_k": 33, "head_dim": 16, "causal": True,
+               "strided": False, "scale": 1.0, "dtype": torch.float32, "seed": 2}, sm_scale=0.0)
 def custom_scale(ctx: Ctx, case, sm_scale: float) -> None:
     note(f"sm_scale={sm_scale}")
     _run(ctx, case, sm_scale=sm_scale)

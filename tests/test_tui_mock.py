@@ -380,3 +380,18 @@ def test_the_hub_lists_sessions_in_local_time(monkeypatch):
         monkeypatch.undo()
         time.tzset()
     assert label.startswith("#3  2026-03-02 15:00  30 min  paused · 29:00 left")
+
+
+async def test_the_interview_keys_work_from_the_answer_box_and_list_in_order(app_factory):
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open(pilot, MockScreen(minutes=20, seed=4, clock=FakeClock()))
+        assert app.focused is screen.query_one("#answer-open")
+        footer = screen_text(app).splitlines()[-1]
+        assert footer.index("^n Next") < footer.index("^k Skip") < footer.index("^p Pause") < footer.index("^e End")
+        await pilot.press(*"ab", "ctrl+k")  # skip, typed straight after the text
+        await settle(pilot)
+        assert screen.session.index == 1 and screen.session.responses[0].get("skipped")
+        await pilot.press("ctrl+e")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "EndConfirmScreen"

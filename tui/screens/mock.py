@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from inferview.tui.screens.dialogs import ConfirmScreen
+from inferview.tui.widgets.answers import AnswerArea, AnswerInput
 from inferview.tui.widgets.choices import ChoiceList
 from inferview.tui.widgets.inline import inline_text
 from textual.app import ComposeResult
@@ -196,15 +197,15 @@ class MockScreen(Screen[None]):
 
     CSS_PATH = "../mock.tcss"
     BINDINGS = [
-        # Not priority where the answer boxes bind nothing to the key: a priority binding runs
-        # before the characters typed just ahead of it reach the box, so a fast "...text, ctrl+n"
-        # handed in a cut answer and the rest spilled into the next question's box. ctrl+k and
-        # ctrl+e are the boxes' own keys (delete to end of line, go to end), so those stay priority.
+        # Not priority: a priority binding runs before the characters typed just ahead of it
+        # reach the answer box, so a fast "...text, ctrl+n" handed in a cut answer and the rest
+        # spilled into the next question's box. The boxes (AnswerArea, AnswerInput) leave ctrl+e
+        # and ctrl+k to the screen.
         Binding("ctrl+n", "submit", "Next"),
-        Binding("ctrl+k", "skip", "Skip", priority=True),
+        Binding("ctrl+k", "skip", "Skip"),
         Binding("ctrl+o", "open_challenge", "Code"),
         Binding("ctrl+p", "pause", "Pause"),
-        Binding("ctrl+e", "end", "End", priority=True),
+        Binding("ctrl+e", "end", "End"),
         Binding("escape", "leave", "Pause & leave"),
     ]
 
@@ -228,8 +229,8 @@ class MockScreen(Screen[None]):
         with VerticalScroll(id="mock-card"):
             yield Markdown(id="mock-prompt")
         with Vertical(id="mock-answer"):
-            yield TextArea(id="answer-open", soft_wrap=True)
-            yield Input(placeholder="a number with its unit, e.g. 40 GiB", id="answer-numeric")
+            yield AnswerArea(id="answer-open", soft_wrap=True)
+            yield AnswerInput(placeholder="a number with its unit, e.g. 40 GiB", id="answer-numeric")
             yield ChoiceList(id="answer-choice")
             yield Static(id="challenge-info")
         yield Footer()

@@ -47,6 +47,20 @@ async def test_stats_show_accuracy_per_topic_and_challenge_history(app_factory) 
         history = screen_text(app)
         assert "passed" in history and "failed" in history and "Add two numbers" in history
         assert history.index("passed") < history.index("failed")  # newest first
+        assert "No challenge graded yet" not in history
+
+
+async def test_empty_stats_say_what_to_do(app_factory) -> None:
+    app = app_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("s")
+        await pilot.pause()
+        await pilot.press("t")
+        await pilot.pause()
+        assert "No reviews in the last 14 days: press p on Home" in screen_text(app)
+        await pilot.press("t")
+        await pilot.pause()
+        assert "No challenge graded yet" in screen_text(app)
 
 
 def test_daily_series_counts_attempts_and_accuracy_per_day() -> None:

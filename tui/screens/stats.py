@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Select, TabbedContent, TabPane
+from textual.widgets import DataTable, Footer, Header, Select, Static, TabbedContent, TabPane
 from textual_plotext import PlotextPlot
 
 DAYS = 14
@@ -37,6 +37,8 @@ class StatsScreen(Screen[None]):
                     yield Select([], prompt="All topics", id="stats-topic", allow_blank=True)
                     yield PlotextPlot(id="plot-activity")
             with TabPane("Challenges", id="history"):
+                yield Static("No challenge graded yet: open one from Challenges (c on Home) and press "
+                             "ctrl+r.", id="history-empty")
                 yield DataTable(id="stats-history", cursor_type="row")
         yield Footer()
 
@@ -79,7 +81,9 @@ class StatsScreen(Screen[None]):
             )
         history = self.query_one("#stats-history", DataTable)
         history.clear()
-        for s in store.submissions(limit=200):
+        submissions = store.submissions(limit=200)
+        self.query_one("#history-empty", Static).display = not submissions
+        for s in submissions:
             verdict = str(s["verdict"])
             history.add_row(
                 Text(ago(s["created_at"], now), style="dim"),
@@ -105,7 +109,10 @@ class StatsScreen(Screen[None]):
         plt = plot.plt
         plt.clear_data()
         plt.clear_figure()
-        plt.title(f"Reviews per day (bars, left) and accuracy % (line, right), last {DAYS} days")
+        if attempts:
+            plt.title(f"Reviews per day (bars, left) and accuracy % (line, right), last {DAYS} days")
+        else:
+            plt.title(f"No reviews in the last {DAYS} days: press p on Home to practise")
         plt.bar(xs, counts, marker="hd", yside="left")
         top = max(counts + [1])
         plt.ylim(0, top, yside="left")

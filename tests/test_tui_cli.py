@@ -31,3 +31,10 @@ def test_opens_the_app_on_the_challenge_with_the_file(tmp_path: Path, monkeypatc
     monkeypatch.setattr("inferview.tui.app.run_app", lambda initial=None, mock=None, **_: calls.append(initial))
     main(["challenge", "kv-cache-size", "--file", str(mine)])
     assert [(c.challenge_id, c.file) for c in calls] == [("kv-cache-size", mine.resolve())]
+
+
+def test_mock_with_a_focus_but_no_length_asks_for_the_length(monkeypatch) -> None:
+    calls = []
+    monkeypatch.setattr("inferview.tui.app.run_app", lambda initial=None, mock=None, **_: calls.append(mock))
+    main(["mock", "--focus", "flash-attention"])
+    assert calls == [{"minutes": None, "focus": "flash-attention", "mock_id": None, "seed": None}]

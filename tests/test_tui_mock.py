@@ -395,3 +395,13 @@ async def test_the_interview_keys_work_from_the_answer_box_and_list_in_order(app
         await pilot.press("ctrl+e")
         await pilot.pause()
         assert type(app.screen).__name__ == "EndConfirmScreen"
+
+
+async def test_a_focus_without_a_length_opens_the_hub_with_the_focus_chosen(app_factory):
+    from textual.widgets import Select
+
+    app = app_factory()
+    async with app.run_test(size=SIZE) as pilot:
+        await _open(pilot, MockScreen(focus="flash-attention"))
+        assert isinstance(app.screen, MockHubScreen)
+        assert app.screen.query_one("#focus", Select).value == "flash-attention"

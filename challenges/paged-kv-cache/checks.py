@@ -9,6 +9,7 @@ import hypothesis
 import torch
 from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
+from hypothesis.internal.conjecture import engine as hengine
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     get_state_machine_test,
@@ -21,6 +22,9 @@ from inferview.graders.api import CheckFailed, Ctx, check, expect_equal, expect_
 from inferview.reference.paged_kv_cache import PagedKVCache
 
 HKV, D = 2, 4
+
+STATEFUL_SHRINK_SECONDS = 6.0
+"""Shrinking budget of each state machine in the stateful check (the engine gives @given checks 8 s)."""
 
 
 def _kv(t: int, seed: int, device: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -347,12 +351,24 @@ def _program(ctx: Ctx, num_blocks: int, block_size: int) -> type[RuleBasedStateM
        "bookkeeping with the rules: blocks claimed lazily, fork shares, copy-on-write only for a partly "
        "filled shared last block, free releases a block when its last owner goes.")
 def stateful(ctx: Ctx) -> None:
-    """Hypothesis stateful testing, seeded from the run's seed so --seed replays it."""
-    for block_size, num_blocks in ((2, 8), (4, 6)):
-        test = get_state_machine_test(
-            _program(ctx, num_blocks, block_size),
-            settings=settings(max_examples=12, stateful_step_count=10, deadline=None, database=None,
-                              suppress_health_check=list(HealthCheck),
-                              phases=[Phase.explicit, Phase.generate, Phase.shrink]),
-        )
-        hypothesis.seed(ctx.seed + block_size)(test)()
+    """Hypothesis stateful testing, seeded from the run's seed so --seed replays it.
+
+    The engine caps shrinking only for ``@given`` checks; this one runs its own Hypothesis test, so
+    it applies the same cap (``STATEFUL_SHRINK_SECONDS`` per machine) itself. Uncapped, shrinking a
+    failing program took 30-50 s of the 120 s limit, and a slow machine could turn ``failed`` into
+    ``timeout``.
+    """
+    saved = hengine.MAX_SHRINKING_SECONDS
+    hengine.MAX_SHRINKING_SECONDS = STATEFUL_SHRINK_SECONDS
+    try:
+        for block_size, num_blocks in ((2, 8), (4, 6)):
+            test = get_state_machine_test(
+                _program(ctx, num_blocks, block_size),
+                settings=settings(max_examples=12, stateful_step_count=10, deadline=None, database=None,
+                                  report_multiple_bugs=False,
+                                  suppress_health_check=list(HealthCheck),
+                                  phases=[Phase.explicit, Phase.generate, Phase.shrink]),
+            )
+            hypothesis.seed(ctx.seed + block_size)(test)()
+    finally:
+        hengine.MAX_SHRINKING_SECONDS = saved

@@ -129,6 +129,16 @@ def masked_keys_huge_scores(ctx: Ctx, case) -> None:
     _run(ctx, case, tensors=(q, k, v))
 
 
+@check("a second call with new values of the same shape gets a new answer", max_examples=3,
+       hint="Nothing may be cached between calls: compute every result from the tensors given.")
+@given(case=gqa_cases())
+def no_stale_results(ctx: Ctx, case) -> None:
+    _run(ctx, case)
+    again = dict(case, seed=case["seed"] + 7919)
+    note(f"then the same shapes with seed={again['seed']}")
+    _run(ctx, again)
+
+
 @check("an explicit sm_scale is used", max_examples=10, hint="Only sm_scale=None means 1/sqrt(head_dim); "
        "an explicit 0.0 is a scale too (uniform weights over the visible keys).")
 @given(case=gqa_cases(), sm_scale=st.sampled_from([0.1, 0.7, 3.0]))

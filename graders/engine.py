@@ -572,8 +572,9 @@ def _run_one(fn: Callable[..., Any], info: CheckInfo, ctx: Ctx, hseed: int,
             tracking._grader_tracking = True  # type: ignore[attr-defined]
             given.inner_test = tracking
     saved_shrink = hengine.MAX_SHRINKING_SECONDS
-    if given is not None:
-        hengine.MAX_SHRINKING_SECONDS = max(1.0, min(MAX_SHRINK_SECONDS, remaining / 4))
+    # Every check, not only @given ones: a check that runs its own Hypothesis test (a rule-based
+    # state machine) would otherwise shrink for up to Hypothesis's 300 s and turn `failed` into `timeout`.
+    hengine.MAX_SHRINKING_SECONDS = max(1.0, min(MAX_SHRINK_SECONDS, remaining / 4))
     result = CheckResult(info.name, "passed")
     try:
         with with_reporter(lambda _msg: None):

@@ -216,3 +216,23 @@ def test_grade_usage_errors_answer_without_importing_torch(tmp_path: Path) -> No
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "did you mean 'kv-cache'?" in proc.stderr and "no such file" in proc.stderr
+
+
+def test_the_shrink_cap_also_covers_checks_that_run_their_own_hypothesis_test(capsys, tmp_path: Path) -> None:
+    """A rule-based state machine inside a plain check shrinks under the engine's cap too."""
+    import shutil
+
+    folder = tmp_path / "demo-scale"
+    shutil.copytree(DEMO, folder)
+    with open(folder / "checks.py", "a", encoding="utf-8") as f:
+        f.write(
+            "\n\n@check('shrinking is capped inside a plain check')\n"
+            "def shrink_cap(ctx: Ctx) -> str:\n"
+            "    from hypothesis.internal.conjecture import engine\n"
+            "    return f'cap {engine.MAX_SHRINKING_SECONDS:g} s'\n")
+    code, out, _ = run_cli(capsys, "grade", str(folder), str(DEMO / "solutions/correct/mul.py"),
+                           "--json", "--seed", "3", "--no-record")
+    data = json.loads(out)
+    assert code == 0, data
+    (message,) = [c["message"] for c in data["checks"] if c["name"] == "shrinking is capped inside a plain check"]
+    assert 1.0 <= float(message.split()[1]) <= 8.0, message

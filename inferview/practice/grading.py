@@ -82,7 +82,8 @@ def grade_answer(question: OpenQuestion | ChoiceQuestion | NumericQuestion,
             msg = f"Good: {len(g.hits)} of {len(g.hits) + len(g.missed)} key points."
         else:
             msg = f"{len(g.hits)} of {len(g.hits) + len(g.missed)} key points"
-            msg += f", {len(g.flagged)} misconception(s) flagged." if g.flagged else "."
+            n = len(g.flagged)
+            msg += f", {n} misconception{'' if n == 1 else 's'} flagged." if n else "."
         return AnswerResult(
             question.id, "open", correct, (not correct) and g.score > 0, g.score, msg,
             question.answer, hits=[k.point for k in g.hits], misses=[k.point for k in g.missed],

@@ -316,3 +316,14 @@ async def test_an_escape_that_comes_just_after_grading_ended_does_not_leave(app_
         await pilot.press("escape")
         await pilot.pause()
         assert type(app.screen).__name__ == "HomeScreen"
+
+
+def test_the_list_reads_as_a_path_easy_first_then_in_topic_order() -> None:
+    from inferview.content.loader import load_library
+
+    library = load_library(include_user=False)
+    order = [cid for cid, _ in ChallengesScreen.ordered(library)]
+    levels = [library.challenges[c].spec.difficulty for c in order]
+    assert levels == sorted(levels, key=["easy", "medium", "hard"].index)
+    assert order.index("kv-cache") < order.index("gqa-attention") < order.index("tiled-attention")
+    assert order.index("tiled-attention") < order.index("flash-attention")

@@ -123,3 +123,15 @@ def test_app_with_an_unusable_store_says_so_before_taking_the_screen(inferview_h
     proc = subprocess.run([sys.executable, "-m", "inferview"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert "newer inferview" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_list_shows_every_id_whole_at_80_columns_in_learning_order():
+    """Ids are what `grade`, `start` and `challenge` take: a cut id ('distillation-…') is useless."""
+    result = CliRunner().invoke(cli, ["list"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0
+    lines = result.output.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    ids = [line.split("│")[1].strip() for line in lines if line.startswith("│") and line.split("│")[1].strip()]
+    data = json.loads(CliRunner().invoke(cli, ["list", "--json"]).output)
+    assert ids[:len(data["challenges"])] == [c["id"] for c in data["challenges"]]
+    assert ids[0] == "kv-cache-size" and "…" not in "".join(ids)

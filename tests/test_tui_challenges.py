@@ -322,7 +322,7 @@ def test_the_list_reads_as_a_path_easy_first_then_in_topic_order() -> None:
     from inferview.content.loader import load_library
 
     library = load_library(include_user=False)
-    order = [cid for cid, _ in ChallengesScreen.ordered(library)]
+    order = [ch.id for ch in library.challenges_in_order()]
     levels = [library.challenges[c].spec.difficulty for c in order]
     assert levels == sorted(levels, key=["easy", "medium", "hard"].index)
     assert order.index("kv-cache") < order.index("gqa-attention") < order.index("tiled-attention")

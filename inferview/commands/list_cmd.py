@@ -29,7 +29,7 @@ def command(topic: str | None, as_json: bool) -> None:
             "best_duration_s": status.get(ch.id, {}).get("best_duration_s"),
             "backend": status.get(ch.id, {}).get("backend"),
         }
-        for ch in sorted(lib.challenges.values(), key=lambda c: (c.spec.topic, c.id))
+        for ch in lib.challenges_in_order()
         if topic is None or ch.spec.topic == topic
     ]
     banks = []
@@ -50,14 +50,19 @@ def command(topic: str | None, as_json: bool) -> None:
 
     console = Console()
     t = Table(title="Challenges", title_justify="left")
-    for col in ("id", "title", "topic", "difficulty", "status", "best"):
-        t.add_column(col)
-    for c in challenges:
-        best = f"{c['best_duration_s']:.1f}s ({c['backend']})" if c["best_duration_s"] is not None else ""
-        t.add_row(c["id"], c["title"], c["topic"], c["difficulty"], c["status"], best)
+    # Ids are what the other commands take: never cut or wrap them; the title wraps instead.
+    t.add_column("id", no_wrap=True, min_width=max((len(c["id"]) for c in challenges), default=2))
+    t.add_column("title", ratio=1)
+    for col in ("level", "status", "best"):
+        t.add_column(col, no_wrap=True)
+    for c in challenges:  # the topic is in --json and in the --topic filter; the title says it
+        best = f"{c['best_duration_s']:.1f}s {c['backend']}" if c["best_duration_s"] is not None else ""
+        t.add_row(c["id"], c["title"], c["difficulty"], c["status"], best)
     console.print(t)
     b = Table(title="Question banks", title_justify="left")
-    for col in ("bank", "title", "questions", "kinds"):
+    b.add_column("bank", no_wrap=True, min_width=max((len(x["id"]) for x in banks), default=4))
+    b.add_column("title", ratio=1)
+    for col in ("questions", "kinds"):
         b.add_column(col)
     for bank in banks:
         b.add_row(bank["id"], bank["title"], str(bank["questions"]),

@@ -101,6 +101,15 @@ class Library:
         t = self.topics.get(topic)
         return t.title if t else topic
 
+    def challenges_in_order(self) -> list[LoadedChallenge]:
+        """Challenges as a learning path: easy before hard, and within a level in topic order
+        (the KV cache before attention variants, flash attention, speculative decoding...)."""
+        topics = {tid: i for i, tid in enumerate(self.topics)}
+        rank = {"easy": 0, "medium": 1, "hard": 2}
+        return sorted(self.challenges.values(),
+                      key=lambda ch: (rank.get(ch.spec.difficulty, 1),
+                                      topics.get(ch.spec.topic, len(topics)), ch.spec.title))
+
 
 # ------------------------------------------------------------------------------------ YAML
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -40,16 +38,6 @@ class ChallengesScreen(Screen[None]):
     def on_screen_resume(self) -> None:
         self.refresh_data()
 
-    @staticmethod
-    def ordered(library: Any) -> list[tuple[str, Any]]:
-        """Easy before hard, and within a level in the order of the topics, so the list reads as a
-        path: the KV cache before attention variants, flash attention, speculative decoding..."""
-        topics = {tid: i for i, tid in enumerate(library.topics)}
-        rank = {"easy": 0, "medium": 1, "hard": 2}
-        return sorted(library.challenges.items(),
-                      key=lambda item: (rank.get(item[1].spec.difficulty, 1),
-                                        topics.get(item[1].spec.topic, len(topics)), item[1].spec.title))
-
     def refresh_data(self) -> None:
         """Re-read statuses from the store."""
         library = self.app.services.get_library()
@@ -57,7 +45,8 @@ class ChallengesScreen(Screen[None]):
         table = self.query_one(DataTable)
         keep = table.cursor_row
         table.clear()
-        for cid, ch in self.ordered(library):
+        for ch in library.challenges_in_order():
+            cid = ch.id
             s = status.get(cid, {"status": "new", "best_duration_s": None, "backend": None, "attempts": 0})
             best = f"{s['best_duration_s']:.1f}s" if s.get("best_duration_s") is not None else "—"
             title = ch.spec.title if ch.builtin else f"{ch.spec.title} (yours)"

@@ -135,3 +135,13 @@ def test_list_shows_every_id_whole_at_80_columns_in_learning_order():
     data = json.loads(CliRunner().invoke(cli, ["list", "--json"]).output)
     assert ids[:len(data["challenges"])] == [c["id"] for c in data["challenges"]]
     assert ids[0] == "kv-cache-size" and "…" not in "".join(ids)
+
+
+def test_counts_are_worded_in_the_singular_and_the_plural():
+    from inferview.text import plural
+
+    assert [plural(n, "day") for n in (0, 1, 2)] == ["0 days", "1 day", "2 days"]
+    assert plural(2, "query", "queries") == "2 queries"
+    with Store.open() as s:
+        s.record_question_attempt("kv-why", "kv-cache", "open", "x", {}, False)
+    assert "Streak: 1 day ·" in CliRunner().invoke(cli, ["stats"]).output

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from inferview.text import plural
+
 
 @click.command("lint")
 @click.argument("path", required=False, type=click.Path(path_type=Path))
@@ -26,10 +28,10 @@ def command(path: Path | None, write_schema: bool) -> None:
     report = lint(path)
     for err in report.errors:
         click.echo(str(err), err=True)
-    summary = (f"{report.banks} bank(s), {report.questions} question(s), "
-               f"{report.challenges} challenge(s)")
+    summary = (f"{plural(report.banks, 'bank')}, {plural(report.questions, 'question')}, "
+               f"{plural(report.challenges, 'challenge')}")
     if report.ok:
         click.echo(f"ok: {summary}")
         return
-    click.echo(f"{len(report.errors)} error(s) in {summary}", err=True)
+    click.echo(f"{plural(len(report.errors), 'error')} in {summary}", err=True)
     sys.exit(1)

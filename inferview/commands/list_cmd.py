@@ -7,6 +7,8 @@ from collections import Counter
 
 import click
 
+from inferview.text import plural
+
 
 @click.command("list")
 @click.option("--topic", "topic", default=None, help="Only this topic (e.g. kv-cache).")
@@ -69,4 +71,4 @@ def command(topic: str | None, as_json: bool) -> None:
                   ", ".join(f"{k} {n}" for k, n in sorted(bank["kinds"].items())))
     console.print(b)
     if lib.errors:
-        console.print(f"[yellow]{len(lib.errors)} content problem(s) skipped; run 'inferview lint' for details.[/]")
+        console.print(f"[yellow]{plural(len(lib.errors), 'content problem')} skipped; run 'inferview lint' for details.[/]")

@@ -6,6 +6,8 @@ import json
 
 import click
 
+from inferview.text import plural
+
 
 @click.command("stats")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
@@ -22,7 +24,7 @@ def command(as_json: bool) -> None:
     from rich.table import Table
 
     console = Console()
-    console.print(f"Streak: {summary['streak_days']} day(s) · reviews due now: {summary['reviews_due']}")
+    console.print(f"Streak: {plural(summary['streak_days'], 'day')} · reviews due now: {summary['reviews_due']}")
     t = Table(title="Questions by topic", title_justify="left")
     for col in ("topic", "attempts", "correct", "accuracy"):
         t.add_column(col)

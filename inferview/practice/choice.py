@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from inferview.content.models import ChoiceQuestion
+from inferview.text import plural
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ def grade_choice(question: ChoiceQuestion, selected: Iterable[int | str]) -> Cho
         wrong = len(set(chosen) - set(right))
         score = max(0.0, (hits - wrong) / len(right))
         msg = (f"Partly right: {hits} of {len(right)} correct options chosen"
-               + (f", {wrong} wrong one(s)." if wrong else "."))
+               + (f", {plural(wrong, 'wrong one')}." if wrong else "."))
     else:
         score, msg = 0.0, "Not quite."
     if not chosen:

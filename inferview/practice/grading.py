@@ -18,6 +18,7 @@ from inferview.practice.choice import grade_choice
 from inferview.practice.drills import RenderedDrill, render
 from inferview.practice.numeric import grade_numeric
 from inferview.practice.openq import PASS_SCORE, grade_open
+from inferview.text import plural
 
 
 @dataclass
@@ -82,8 +83,7 @@ def grade_answer(question: OpenQuestion | ChoiceQuestion | NumericQuestion,
             msg = f"Good: {len(g.hits)} of {len(g.hits) + len(g.missed)} key points."
         else:
             msg = f"{len(g.hits)} of {len(g.hits) + len(g.missed)} key points"
-            n = len(g.flagged)
-            msg += f", {n} misconception{'' if n == 1 else 's'} flagged." if n else "."
+            msg += f", {plural(len(g.flagged), 'misconception')} flagged." if g.flagged else "."
         return AnswerResult(
             question.id, "open", correct, (not correct) and g.score > 0, g.score, msg,
             question.answer, hits=[k.point for k in g.hits], misses=[k.point for k in g.missed],

@@ -114,3 +114,26 @@ def non_contiguous(t: torch.Tensor, how: str = "transpose") -> torch.Tensor:
     wide = torch.zeros(*t.shape[:-1], t.shape[-1] * 2, dtype=t.dtype, device=t.device)
     wide[..., ::2] = t
     return wide[..., ::2]
+
+
+def hidden_keys_with_huge_scores(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
+                                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, str]:
+    """Causal inputs whose keys hidden from query 0 score above 1e4, exactly: ``(q, k, v, note)``.
+
+    ``q``, ``k``, ``v``: ``(B, H, T, D)`` (``k``/``v`` may have fewer heads) with ``seq_k > seq_q``
+    bottom-right aligned, so query 0 sees keys ``0..seq_k - seq_q``. Every query entry becomes a
+    positive multiple of 0.5 and every hidden key ``2^15``, so with ``head_dim`` 4 or 16 (a
+    power-of-two scale) each score is exact in any summation order; the hidden keys share one value
+    row, so a row that sees them outputs it whatever the rounding of their equal scores. A finite
+    additive mask such as ``-1e4`` leaves weight on them; ``-inf`` (or ``tl.where``) does not.
+    """
+    seq_q, seq_k = q.shape[-2], k.shape[-2]
+    off = seq_k - seq_q
+    q = (q.abs() * 2).round() / 2 + 0.5
+    k = k.clone()
+    k[..., off + 1:, :] = 2.0**15
+    v = v.clone()
+    v[..., off + 1:, :] = v[..., off + 1:off + 2, :].clone()
+    text = (f"q = round(2|q|) / 2 + 0.5; keys {off + 1}..{seq_k - 1} (hidden from query 0) are "
+            "all 2^15 and share one value row")
+    return q, k, v, text

@@ -195,16 +195,8 @@ def mixed_layouts(ctx: Ctx, case, layouts) -> None:
 @example(case={"batch": 1, "heads": 1, "seq_q": 16, "seq_k": 33, "head_dim": 16, "causal": True,
                "strided": False, "scale": 1.0, "dtype": torch.float32, "seed": 5})
 def masked_keys_huge_scores(ctx: Ctx, case) -> None:
-    q, k, v = _tensors(case, ctx.device)
-    q = (q.abs() * 2).round() / 2 + 0.5  # every entry a positive multiple of 0.5, and with
-    off = case["seq_k"] - case["seq_q"]  # head_dim 16 (scale 1/4) every score is exact
-    k = k.clone()
-    k[:, :, off + 1:] = 2.0**15  # the keys hidden from query 0 score above 1e4
-    v = v.clone()
-    v[:, :, off + 1:] = v[:, :, off + 1:off + 2].clone()  # one value for all of them: a row that
-    # sees them outputs it whatever the rounding of their (equal) scores
-    note(f"q = round(2|q|) / 2 + 0.5; keys {off + 1}..{case['seq_k'] - 1} (hidden from query 0) "
-         "are all 2^15 and share one value row")
+    q, k, v, text = gs.hidden_keys_with_huge_scores(*_tensors(case, ctx.device))
+    note(text)
     got = _call(ctx, q, k, v, True)
     _expect_attention(got, q, k, v, True)
 

@@ -114,15 +114,8 @@ def masked_keys_huge_scores(ctx: Ctx, case) -> None:
     # head_dim 4 or 16: a power-of-two scale keeps the huge scores exact in any summation order
     case = dict(case, seq_k=max(case["seq_k"], case["seq_q"] + 1),
                 head_dim=4 if case["head_dim"] < 16 else 16)
-    q, k, v = _inputs(case, ctx.device)
-    q = (q.abs() * 2).round() / 2 + 0.5  # every query entry a positive multiple of 0.5 ...
-    off = case["seq_k"] - case["seq_q"]
-    k[:, :, off + 1:] = 2.0**15  # ... so the keys hidden from query 0 score above 1e4, exactly
-    v = v.clone()
-    v[:, :, off + 1:] = v[:, :, off + 1:off + 2].clone()  # one value for all of them: a row that
-    # sees them outputs it whatever the rounding of their (equal) scores
-    note(f"seq_k = {case['seq_k']}, head_dim = {case['head_dim']}; q = round(2|q|) / 2 + 0.5; keys {off + 1}..{case['seq_k'] - 1} "
-         "(hidden from query 0) are all 2^15 and share one value row")
+    q, k, v, text = gs.hidden_keys_with_huge_scores(*_inputs(case, ctx.device))
+    note(f"seq_k = {case['seq_k']}, head_dim = {case['head_dim']}; {text}")
     _run(ctx, case, tensors=(q, k, v))
 
 

@@ -164,7 +164,8 @@ def test_phrases_the_matcher_cannot_use_are_reported():
     from inferview.practice.openq import phrase_problem
 
     assert "matching ignores ×" in phrase_problem("2×")
-    assert phrase_problem("T²") is not None and phrase_problem("γ") == "has no words the matcher can see"
+    assert phrase_problem("γ") == "has no words the matcher can see"
+    assert phrase_problem("T²") is None and phrase_problem("n^2") is None  # "t squared", "n squared"
     assert phrase_problem("b·k/e") is not None and phrase_problem("0.5") is not None
     for fine in ("2:4", "448", "3.36", "93 gb", "up to 2x", "flash attention approximates", "1.78×"):
         assert phrase_problem(fine) is None, fine
@@ -180,3 +181,27 @@ def test_a_misconception_does_not_match_across_sentences():
     assert detect_misconception(sparse, "In an MoE the attention is sparse too.") is not None
     spans = Misconception(claim="same range", phrases=["same range; bf16"], correction="bf16 has fp32's range")
     assert detect_misconception(spans, "They have the same range; bf16 rounds differently.") is not None
+
+
+def test_a_misconception_does_not_match_across_a_comma_but_a_thousands_comma_splits_nothing():
+    from inferview.content.models import Misconception
+    from inferview.practice.openq import detect_misconception
+
+    precise = Misconception(claim="bf16 is more precise", phrases=["bf16 has more precision"],
+                            correction="fp16 has more mantissa bits")
+    assert detect_misconception(precise, "bf16 has fp32's range, fp16 more precision.") is None
+    assert detect_misconception(precise, "bf16 has a lot more precision than fp16.") is not None
+    heads = Misconception(claim="it uses 4,096 heads", phrases=["uses 4 096 heads"], correction="it does not")
+    assert detect_misconception(heads, "It uses 4,096 heads.") is not None  # a number, not a break
+    assert detect_misconception(heads, "It uses 4, 096 heads.") is None
+
+
+@pytest.mark.parametrize("text", ["O(n^2) work", "O(n ^ 2) work", "O(n²) work", "n squared work"])
+def test_powers_written_as_carets_or_superscripts_read_as_words(text):
+    assert normalize(text)[-3:] == normalize("n squared work")
+    assert find_phrase("n squared", text) is not None
+
+
+def test_other_exponents_are_left_alone():
+    assert normalize("2^20 bytes") == normalize("2 20 bytes")
+    assert normalize("x^2.5") == ["x", "2.5"] and normalize("T³") == ["t", "cub"]

@@ -5,7 +5,8 @@ them, and ``tests/test_question_banks.py`` checks every open question's own mode
 
 Normalisation (applied identically to the answer and to every phrase)
     1. Lower-case; curly apostrophes become ``'``; hyphens and slashes split words
-       ("KV-cache" -> "kv cache", "bits/byte" -> "bits byte").
+       ("KV-cache" -> "kv cache", "bits/byte" -> "bits byte"); a power 2 or 3 written as ``^2``
+       or a superscript becomes a word ("O(n^2)", "n²" -> "o n squared"; "T³" -> "t cubed").
     2. Words are runs of letters and digits; other punctuation is ignored. A decimal number keeps
        its point ("1.5"). An apostrophe inside a word is kept ("isn't"); a trailing possessive
        "'s" is dropped ("model's" -> "model").
@@ -40,9 +41,10 @@ Negation (misconceptions only)
     break, so "No, it only helps training" is still flagged while "it is not an approximation" is
     not. A match is also discarded when a negation sits among its own words (between the first and
     the last matched word) and the phrase itself has none: "flash attention is exact, not
-    approximate" does not state "is approximate"; and when its words span two sentences or clauses
-    split by ``. ; : ! ?`` or a line break ("attention; only the FFN is sparse" does not state
-    "attention is sparse") unless the phrase itself spans one. Key points may span them. Negations: "not", "no", "never", "without", "neither", "nor", "cannot",
+    approximate" does not state "is approximate"; and when its words span two clauses split by
+    ``. , ; : ! ?`` or a line break ("attention; only the FFN is sparse" does not state "attention
+    is sparse", nor "bf16 has fp32's range, fp16 more precision" "bf16 has more precision") unless
+    the phrase itself spans one. A comma between digits ("4,096") splits nothing. Key points may span them. Negations: "not", "no", "never", "without", "neither", "nor", "cannot",
     any contraction ending in "n't" ("isn't", "doesn't", "don't", "can't", ...), and the two-word
     negations "rather than" and "instead of" (counted when their last word lies in those 3 words).
     A misconception is flagged when at least one of its phrases has a match that is not discarded.
@@ -54,6 +56,7 @@ Score
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -78,7 +81,9 @@ NEGATION_PAIRS: tuple[tuple[str, str], ...] = (("rather", "than"), ("instead", "
 _TOKEN = re.compile(r"\d+(?:\.\d+)+|[a-z0-9]+(?:'[a-z]+)*")
 _VOWELS = set("aeiouy")
 _BOUNDARY = re.compile(r"[.,;:!?\n]")
-_SENTENCE = re.compile(r"(?<![0-9])[.;:!?\n]|[.](?![0-9])")  # not the point inside "1.5"
+_CLAUSE = re.compile(r"(?<![0-9])[.,;:!?\n]|[.,](?![0-9])")  # not inside "1.5" or "4,096"
+_SQUARED = re.compile(r"\^\s*2(?!\.?[0-9])|\u00b2")  # "n^2", "n ^ 2", "n\u00b2"; not "2^20" or "x^2.5"
+_CUBED = re.compile(r"\^\s*3(?!\.?[0-9])|\u00b3")
 
 
 def _tokens_and_breaks(text: str, boundary: re.Pattern[str] | None = None) -> tuple[list[str], frozenset[int]]:
@@ -86,9 +91,12 @@ def _tokens_and_breaks(text: str, boundary: re.Pattern[str] | None = None) -> tu
     line break; ``boundary`` overrides the set) separates word ``i - 1`` from word ``i``."""
     boundary = boundary or _BOUNDARY
     text = text.lower().replace("\u2019", "'").replace("\u2018", "'")
+    text = _CUBED.sub(" cubed", _SQUARED.sub(" squared", text))
     text = re.sub(r"[-/\u2010-\u2015]", " ", text)
     words: list[str] = []
     breaks: set[int] = set()
+    # Boundaries found in the whole text, so look-arounds see past the gap ("4,096" is no break).
+    marks = [b.start() for b in boundary.finditer(text)]
     last_end = 0
     for m in _TOKEN.finditer(text):
         w = m.group(0)
@@ -96,7 +104,8 @@ def _tokens_and_breaks(text: str, boundary: re.Pattern[str] | None = None) -> tu
             w = w[:-2]
         if not w:
             continue
-        if words and boundary.search(text, last_end, m.start()):
+        i = bisect.bisect_left(marks, last_end)
+        if words and i < len(marks) and marks[i] < m.start():
             breaks.add(len(words))
         words.append(w)
         last_end = m.end()
@@ -256,14 +265,14 @@ def detect_point(point: KeyPoint, text: str) -> Match | None:
 def detect_misconception(mis: Misconception, text: str) -> Match | None:
     """The first non-negated match of any of the misconception's phrases in ``text``."""
     raw, breaks = _tokens_and_breaks(text)
-    _, sentences = _tokens_and_breaks(text, _SENTENCE)
+    _, clauses = _tokens_and_breaks(text, _CLAUSE)
     words = [stem(w) for w in raw]
     for phrase in mis.phrases:
         own_negation = any(_is_negation(w) for w in tokenize(phrase))
-        own_split = bool(_tokens_and_breaks(phrase, _SENTENCE)[1])  # "same range; bf16" spans one
+        own_split = bool(_tokens_and_breaks(phrase, _CLAUSE)[1])  # "same range; bf16" spans one
         for start, end in _matches(normalize(phrase), words):
             inside = not own_negation and any(_is_negation(raw[i]) for i in range(start + 1, end))
-            split = not own_split and any(i in sentences for i in range(start + 1, end + 1))
+            split = not own_split and any(i in clauses for i in range(start + 1, end + 1))
             if not inside and not split and not _negated(raw, start, breaks):
                 return Match(phrase, start, end)
     return None
@@ -300,8 +309,8 @@ _IGNORED_SYMBOL = re.compile(r"[^\w\s\-/'\u2019\u2018.,;:!?()\[\]\"\u2010-\u2015
 def phrase_problem(phrase: str) -> str | None:
     """Why a detection phrase cannot work as written, or None: it normalises to nothing, to a lone
     letter or small number, or to single characters only — which countless answers contain, often
-    because the symbol that carried the meaning is dropped ("2×" is just "2", "T²" just "t",
-    "b·k/e" just "b k e")."""
+    because the symbol that carried the meaning is dropped ("2×" is just "2", "b·k/e" just
+    "b k e"; "T²" is fine: it reads "t squared")."""
     words = normalize(phrase)
     if not words:
         return "has no words the matcher can see"

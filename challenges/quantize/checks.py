@@ -223,6 +223,16 @@ def int4_ties(ctx: Ctx) -> None:
                  what="codes read back from packed (low nibble = even column)")
 
 
+def _expect_int4_like_reference(ctx: Ctx, w: torch.Tensor, group_size: int) -> None:
+    """The submission's int4 scales, packed shape and codes equal the reference's for ``w``."""
+    packed, scale = _pair(ctx.sub.call("quantize_int4_per_group", w, group_size), "quantize_int4_per_group")
+    want_p, want_s = qz.quantize_int4_per_group(w, group_size)
+    expect_close(scale, want_s.to(ctx.device), what="scale", rtol=1e-6, atol=0)
+    expect_equal(tuple(packed.shape), tuple(want_p.shape), what="shape of packed")
+    _expect_codes(qz.unpack_int4(packed.cpu()), qz.unpack_int4(want_p), _scaled(w, want_s),
+                  "codes read back from packed")
+
+
 @check("int4 gives an all-zero group the scale 1.0", max_examples=10,
        hint="A group of zeros has absmax 0: its scale is exactly 1.0 (every code 0), as for an int8 "
             "row — not 0, NaN or a clamped epsilon.")
@@ -234,12 +244,7 @@ def int4_zero_group(ctx: Ctx, case: dict, which: int) -> None:
     r, g = which % case["rows"], (which // case["rows"]) % case["groups"]
     w[r, g * gsz:(g + 1) * gsz] = 0.0
     ctx.note(f"group {g} of row {r} is all zeros")
-    packed, scale = _pair(ctx.sub.call("quantize_int4_per_group", w, gsz), "quantize_int4_per_group")
-    want_p, want_s = qz.quantize_int4_per_group(w, gsz)
-    expect_close(scale, want_s.to(ctx.device), what="scale", rtol=1e-6, atol=0)
-    expect_equal(tuple(packed.shape), tuple(want_p.shape), what="shape of packed")
-    _expect_codes(qz.unpack_int4(packed.cpu()), qz.unpack_int4(want_p), _scaled(w, want_s),
-                  "codes read back from packed")
+    _expect_int4_like_reference(ctx, w, gsz)
 
 
 @check("int4 accepts float16 and bfloat16 weights", max_examples=10,
@@ -248,13 +253,7 @@ def int4_zero_group(ctx: Ctx, case: dict, which: int) -> None:
 @given(case=weights(max_rows=3), dtype=st.sampled_from([torch.float16, torch.bfloat16]))
 def int4_low_precision_input(ctx: Ctx, case: dict, dtype: torch.dtype) -> None:
     w = _build(case, ctx.device, dtype)
-    packed, scale = _pair(ctx.sub.call("quantize_int4_per_group", w, case["group_size"]),
-                          "quantize_int4_per_group")
-    want_p, want_s = qz.quantize_int4_per_group(w, case["group_size"])
-    expect_close(scale, want_s.to(ctx.device), what="scale", rtol=1e-6, atol=0)
-    expect_equal(tuple(packed.shape), tuple(want_p.shape), what="shape of packed")
-    _expect_codes(qz.unpack_int4(packed.cpu()), qz.unpack_int4(want_p), _scaled(w, want_s),
-                  "codes read back from packed")
+    _expect_int4_like_reference(ctx, w, case["group_size"])
 
 
 @check("per-group int4 contains an outlier to its own group", max_examples=10,

@@ -62,9 +62,47 @@ def _question_line(path: Path, qid: str) -> int | None:
     return None
 
 
-def _question_errors(path: Path, questions: list) -> list[ContentError]:
-    """What the schema cannot see: an open question whose own model answer misses its key points
-    or states its misconceptions; a numeric template that does not render."""
+def _rubric_context(lib: Library, bank: Bank | None = None, path: Path | None = None):
+    """The grading context of ``lib``, with ``bank`` (read from ``path``) as it is on disk now."""
+    from inferview.practice.openq import RubricContext
+
+    ctx = RubricContext.from_library(lib)
+    if bank is None:
+        return ctx
+    ctx.catalogues = {t: list(v) for t, v in ctx.catalogues.items()}
+    if not any(b.path == path for b in lib.banks):
+        for topic, errs in bank.errors.items():
+            ctx.catalogues.setdefault(topic, []).extend(errs)
+    ctx.synonyms[bank.bank] = bank.synonyms
+    ctx.question_bank.update({q.id: bank.bank for q in bank.questions})
+    return ctx
+
+
+def _bank_rubric_errors(path: Path, bank: Bank, ctx) -> list[ContentError]:
+    """Problems of a bank's own thesaurus groups and error catalogue (reported once, not per question)."""
+    from inferview.practice import lexicon
+    from inferview.practice.patterns import PatternError, compile_pattern
+
+    errors = []
+    lex = lexicon.shared().extended(bank.synonyms)
+    base = set(lexicon.shared().problems)
+    for problem in lex.problems:
+        if problem not in base:
+            errors.append(ContentError(path, None, "synonyms", problem))
+    for topic, errs in bank.errors.items():
+        for i, err in enumerate(errs):
+            for j, source in enumerate(err.match):
+                try:
+                    compile_pattern(source, lex)
+                except PatternError as exc:
+                    errors.append(ContentError(path, None, f"errors.{topic}[{i}].match[{j}]", str(exc)))
+    return errors
+
+
+def _question_errors(path: Path, questions: list, ctx=None) -> list[ContentError]:
+    """What the schema cannot see: an open question whose rubric does not work (patterns that do
+    not compile, a model answer that misses its key points or makes an error, examples that do not
+    grade as labelled); a numeric template that does not render."""
     from inferview.content.models import NumericQuestion, OpenQuestion
     from inferview.practice.drills import template_problems
     from inferview.practice.openq import self_check
@@ -72,7 +110,7 @@ def _question_errors(path: Path, questions: list) -> list[ContentError]:
     errors = []
     for q in questions:
         if isinstance(q, OpenQuestion):
-            problems = self_check(q)
+            problems = [p for p in self_check(q, ctx) if not p.startswith("topic errors")]
         elif isinstance(q, NumericQuestion):
             problems = template_problems(q)
         else:
@@ -107,7 +145,9 @@ def _lint_bank(path: Path, lib: Library, report: LintReport) -> None:
         return
     report.banks += 1
     report.questions += len(bank.questions)
-    report.errors += _question_errors(path, bank.questions)
+    ctx = _rubric_context(lib, bank, path)
+    report.errors += _bank_rubric_errors(path, bank, ctx)
+    report.errors += _question_errors(path, bank.questions, ctx)
     topics = set(lib.topics) | {t.id for t in bank.topics}
     ids = set(lib.questions) | {q.id for q in bank.questions}
     for q in bank.questions:
@@ -130,8 +170,10 @@ def lint(target: Path | None = None) -> LintReport:
         report.challenges = len(lib.challenges)
         for ch in lib.challenges.values():
             report.errors += _python_errors(ch.folder)
+        ctx = _rubric_context(lib)
         for b in lib.banks:
-            report.errors += _question_errors(b.path, b.bank.questions)
+            report.errors += _bank_rubric_errors(b.path, b.bank, ctx)
+            report.errors += _question_errors(b.path, b.bank.questions, ctx)
         return report
     target = target.expanduser()
     if not target.exists():

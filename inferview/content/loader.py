@@ -18,7 +18,7 @@ import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from inferview import paths
-from inferview.content.models import Bank, ChallengeSpec, Question, Topic
+from inferview.content.models import Bank, ChallengeSpec, Misconception, Question, Topic
 
 _QUESTION = TypeAdapter(Question)
 
@@ -91,6 +91,10 @@ class Library:
     """Question id -> the file it came from."""
     challenges: dict[str, LoadedChallenge] = field(default_factory=dict)
     errors: list[ContentError] = field(default_factory=list)
+    catalogues: dict[str, list[Misconception]] = field(default_factory=dict)
+    """Topic -> the common wrong claims of that topic (every bank's ``errors``)."""
+    synonyms: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    """Bank id -> that bank's own thesaurus groups."""
 
     def questions_for(self, topic: str) -> list[Question]:
         """The questions of one topic, in bank order."""
@@ -305,6 +309,10 @@ def load_library(include_user: bool = True, *, extra_question_dirs: list[Path] |
                                                f"bank id {bank.bank!r} is also used by {same.path}"))
             for t in bank.topics:
                 lib.topics.setdefault(t.id, t)
+            for topic, errs in bank.errors.items():
+                lib.catalogues.setdefault(topic, []).extend(errs)
+            if bank.synonyms:
+                lib.synonyms[bank.bank] = bank.synonyms
             kept = []
             for q in bank.questions:
                 if q.id in lib.questions:

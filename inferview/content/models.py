@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 SLUG = r"^[a-z0-9][a-z0-9\-]*[a-z0-9]$"
 """Ids and topics are lower-case slugs: ``kv-cache``, ``flash-attention-online-softmax``."""
@@ -28,25 +28,35 @@ class _Model(BaseModel):
 
 
 class KeyPoint(_Model):
-    """Something a strong answer must contain."""
+    """Something a strong answer must contain: one claim."""
 
     point: str = Field(min_length=3)
-    """The point as shown to the user after grading, e.g. "cache grows linearly with sequence length"."""
-    phrases: list[str] = Field(min_length=1)
-    """Phrases that detect the point in a free-text answer; any one is enough. Matching ignores case
-    and inflection ("recomputes" matches "recompute"); a phrase of several words matches when its
-    words appear in order within a short window."""
+    """The claim as shown to the user after grading, e.g. "the cache grows linearly with sequence
+    length"."""
+    match: list[str] = Field(min_length=1, validation_alias=AliasChoices("match", "phrases"))
+    """Patterns that detect the claim (any one is enough): the words that carry it, matched on
+    lemmas within one sentence, in any order, with the thesaurus's synonyms, numbers read as
+    figures and polarity respected ("cache grows linear sequence length", "not change output
+    distribution", "~47B total"). The rules are in ``inferview.practice.patterns``; ``phrases`` is
+    the old name of this field."""
+    main: bool = False
+    """The point the question is really after: an answer without it does not pass, whatever else
+    it says (where a question asks for a choice, the point that rewards the choice)."""
+    reversible: bool = True
+    """Whether an answer that states this claim's opposite (negated) is flagged as an error; false
+    for claims whose negation is also true in another context."""
 
 
 class Misconception(_Model):
-    """A wrong statement an interviewer listens for."""
+    """A wrong claim an interviewer listens for."""
 
     claim: str = Field(min_length=3)
-    """The wrong statement, e.g. "flash attention approximates attention"."""
-    phrases: list[str] = Field(min_length=1)
-    """Phrases that detect the misconception in an answer; any one is enough."""
+    """The wrong claim, e.g. "flash attention approximates attention"."""
+    match: list[str] = Field(min_length=1, validation_alias=AliasChoices("match", "phrases"))
+    """Patterns that detect the claim (any one is enough), as for key points; a match in a question,
+    under negation, or after "if", "a common mistake is"... is not a claim the answer makes."""
     correction: str = Field(min_length=3)
-    """Why it is wrong, shown when the misconception is flagged."""
+    """One sentence saying why it is wrong, shown when the claim is flagged."""
 
 
 class ChoiceOption(_Model):
@@ -179,6 +189,12 @@ class Bank(_Model):
     """What the bank covers."""
     topics: list[Topic] = []
     """Topics this bank defines (user banks may add their own)."""
+    errors: dict[str, list[Misconception]] = {}
+    """Catalogues of common wrong claims by topic: each applies to every open question of that
+    topic, beside the question's own ``misconceptions``."""
+    synonyms: dict[str, list[str]] = {}
+    """Thesaurus groups of this bank's own (name -> terms), used for its questions and catalogues
+    besides the shared thesaurus."""
     questions: list[Question] = []
     """The questions."""
 

@@ -1,350 +1,284 @@
-"""Grading free-text answers by key points and misconceptions, with phrase matching.
+"""Grading free-text answers against a rubric of claims: key points to make, errors not to make.
 
-The matching rules below are a published contract: question-bank authors write ``phrases`` against
-them, and ``tests/test_question_banks.py`` checks every open question's own model answer with them.
+A question's **key points** are claims a strong answer makes; each has patterns
+(``inferview.practice.patterns``) that recognise the claim in the candidate's own words. Its
+**errors** are wrong claims: the question's own ``misconceptions``, the catalogue of its topic
+(a bank's ``errors:``) and, for every reversible key point, the key point's reversal: the claim
+negated ("memory bandwidth is not the limit" against "decode is bound by memory bandwidth") or
+with one word of a thesaurus antonym pair turned around ("higher temperature sharpens" against
+"higher temperature softens", "grows quadratically" against "grows linearly").
 
-Normalisation (applied identically to the answer and to every phrase)
-    1. Lower-case; curly apostrophes become ``'``; hyphens and slashes split words
-       ("KV-cache" -> "kv cache", "bits/byte" -> "bits byte"); a power 2 or 3 written as ``^2``
-       or a superscript becomes a word ("O(n^2)", "n²" -> "o n squared"; "T³" -> "t cubed").
-    2. Words are runs of letters and digits; other punctuation is ignored. A decimal number keeps
-       its point ("1.5"). An apostrophe inside a word is kept ("isn't"); a trailing possessive
-       "'s" is dropped ("model's" -> "model").
-    3. Each word is reduced by a light stemmer (``stem``). Words of three characters or fewer and
-       words that contain a digit ("fp16", "4096", "2") are kept intact. Otherwise, repeatedly until
-       nothing changes:
-         - "ies"/"ied" -> "y"  (entries -> entry, applied -> apply)
-         - "sses" -> "ss"; words ending in "ss", "us" or "is" keep their "s"
-         - a final "s" is dropped (caches -> cache)
-         - "ed" is dropped when a vowel remains before it and at least 3 letters remain
-           ("eed" words keep it: need, speed); "used" -> "use"
-         - "ing" is dropped when a vowel remains before it and at least 3 letters remain
-           (string, thing and being stay whole)
-         - after "ed"/"ing" a doubled final consonant other than l, s, z is undoubled
-           (running -> run, embedding -> embed)
-         - "ly" is dropped when at least 4 letters remain and the word does not end in "ply"
-           (exactly -> exact; only, apply stay)
-         - a final "e" is dropped from words of 4 letters or more (cache -> cach)
-       So "recompute", "recomputes", "recomputed", "recomputing" all become "recomput", and
-       "cache", "caches", "cached", "caching" all become "cach". There is no "-er" rule:
-       "layer" and "layers" match each other, "layer" and "lay" do not.
-
-Matching
-    A phrase of n words matches when its stemmed words occur in the answer in the same order
-    within a window of n + 3 consecutive words (so up to three extra words may sit between or
-    inside them: "stores the keys" matches "stores all of the keys"). A one-word phrase matches any
-    occurrence of that word. A key point is hit when any of its phrases matches.
-
-Negation (misconceptions only)
-    A misconception match is discarded when a negation occurs within the 3 words before the
-    match's first word, in the same clause: the look-back stops at ``. , ; : ! ?`` or a line
-    break, so "No, it only helps training" is still flagged while "it is not an approximation" is
-    not. A match is also discarded when a negation sits among its own words (between the first and
-    the last matched word) and the phrase itself has none: "flash attention is exact, not
-    approximate" does not state "is approximate"; and when its words span two clauses split by
-    ``. , ; : ! ?`` or a line break ("attention; only the FFN is sparse" does not state "attention
-    is sparse", nor "bf16 has fp32's range, fp16 more precision" "bf16 has more precision") unless
-    the phrase itself spans one. A comma between digits ("4,096") splits nothing. Key points may span them. Negations: "not", "no", "never", "without", "neither", "nor", "cannot",
-    any contraction ending in "n't" ("isn't", "doesn't", "don't", "can't", ...), and the two-word
-    negations "rather than" and "instead of" (counted when their last word lies in those 3 words).
-    A misconception is flagged when at least one of its phrases has a match that is not discarded.
-    Key points ignore negation.
-
-Score
-    ``score = hits / number of key points - 0.25 * flagged misconceptions``, clipped to [0, 1].
+- A key point is **hit** when one of its patterns has an affirmed match.
+- An error is **flagged** when one of its patterns has an affirmed match in a sentence that asserts
+  it: not a question, and not after "if", "unless", "suppose", "imagine", or words that report a
+  mistake ("a common misconception is..."). A key point's reversal is flagged the same way, when no
+  pattern of that key point is affirmed anywhere in the answer.
+- ``score = hits / key points - 0.25 * errors``, clipped to [0, 1].
+- The verdict is ``pass`` when the score is at least 0.6, no error is flagged and every ``main``
+  key point is hit; ``fail`` when the score is 0; ``partial`` otherwise.
 """
 
 from __future__ import annotations
 
-import bisect
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any, Literal
 
 from inferview.content.models import KeyPoint, Misconception, OpenQuestion
+from inferview.practice import lexicon as lexicon_mod
+from inferview.practice.lexicon import Lexicon
+from inferview.practice.patterns import (
+    Match,
+    Pattern,
+    PatternError,
+    Reading,
+    compile_pattern,
+    match,
+    reversals,
+)
 
-WINDOW_SLACK = 3
-"""Extra words allowed inside a phrase's window: a phrase of n words matches within n + 3 words."""
-NEGATION_LOOKBACK = 3
-"""How many words before a misconception match are searched for a negation."""
 FLAG_PENALTY = 0.25
-"""Score subtracted per flagged misconception."""
-PASS_SCORE = 0.7
-"""A free-text answer with at least this score and no misconception flagged is correct."""
+"""Score subtracted per flagged error."""
+PASS_SCORE = 0.6
+"""The least score of a passing answer."""
 
-NEGATIONS: frozenset[str] = frozenset({"not", "no", "never", "without", "neither", "nor", "cannot"})
-"""Single-word negations (any word ending in "n't" is one too)."""
-NEGATION_PAIRS: tuple[tuple[str, str], ...] = (("rather", "than"), ("instead", "of"))
-"""Two-word negations."""
+HYPOTHETICAL: frozenset[str] = frozenset({
+    "if", "unless", "suppose", "supposing", "imagine", "hypothetically", "myth", "misconception",
+    "mistake", "misunderstanding", "fallacy", "wrongly", "mistakenly", "incorrectly", "naively",
+    "misconception", "tempting", "pitfall",
+})
+"""Words before a match, in its sentence, that mean the answer is not asserting the claim."""
 
-_TOKEN = re.compile(r"\d+(?:\.\d+)+|[a-z0-9]+(?:'[a-z]+)*")
-_VOWELS = set("aeiouy")
-_BOUNDARY = re.compile(r"[.,;:!?\n]")
-_CLAUSE = re.compile(r"(?<![0-9])[.,;:!?\n]|[.,](?![0-9])")  # not inside "1.5" or "4,096"
-_SQUARED = re.compile(r"\^\s*2(?!\.?[0-9])|\u00b2")  # "n^2", "n ^ 2", "n\u00b2"; not "2^20" or "x^2.5"
-_CUBED = re.compile(r"\^\s*3(?!\.?[0-9])|\u00b3")
-
-
-def _tokens_and_breaks(text: str, boundary: re.Pattern[str] | None = None) -> tuple[list[str], frozenset[int]]:
-    """Words (rules 1 and 2) and the indices ``i`` where a clause boundary (``. , ; : ! ?`` or a
-    line break; ``boundary`` overrides the set) separates word ``i - 1`` from word ``i``."""
-    boundary = boundary or _BOUNDARY
-    text = text.lower().replace("\u2019", "'").replace("\u2018", "'")
-    text = _CUBED.sub(" cubed", _SQUARED.sub(" squared", text))
-    text = re.sub(r"[-/\u2010-\u2015]", " ", text)
-    words: list[str] = []
-    breaks: set[int] = set()
-    # Boundaries found in the whole text, so look-arounds see past the gap ("4,096" is no break).
-    marks = [b.start() for b in boundary.finditer(text)]
-    last_end = 0
-    for m in _TOKEN.finditer(text):
-        w = m.group(0)
-        if w.endswith("'s"):
-            w = w[:-2]
-        if not w:
-            continue
-        i = bisect.bisect_left(marks, last_end)
-        if words and i < len(marks) and marks[i] < m.start():
-            breaks.add(len(words))
-        words.append(w)
-        last_end = m.end()
-    return words, frozenset(breaks)
-
-
-def tokenize(text: str) -> list[str]:
-    """Split text into lower-case words (rules 1 and 2 of the module docstring), not stemmed."""
-    return _tokens_and_breaks(text)[0]
-
-
-def _has_vowel(s: str) -> bool:
-    return any(c in _VOWELS for c in s)
-
-
-def _undouble(s: str) -> str:
-    if len(s) >= 4 and s[-1] == s[-2] and s[-1] not in "lsz" and s[-1] not in _VOWELS:
-        return s[:-1]
-    return s
-
-
-def _step(w: str) -> str:
-    if w.endswith(("ies", "ied")) and len(w) > 4:
-        return w[:-3] + "y"
-    if w.endswith("sses"):
-        return w[:-2]
-    if w.endswith(("ss", "us", "is")):
-        return w
-    if w.endswith("s"):
-        return w[:-1]
-    if w.endswith("eed"):
-        return w
-    if w.endswith("ed"):
-        base = w[:-2]
-        if len(base) >= 3 and _has_vowel(base):
-            return _undouble(base)
-        if len(base) < 3 and w[:-1].endswith("e") and _has_vowel(base):
-            return w[:-1]  # used -> use
-        return w
-    if w.endswith("ing"):
-        base = w[:-3]
-        if len(base) >= 3 and _has_vowel(base):
-            return _undouble(base)
-        return w
-    if w.endswith("ly") and not w.endswith("ply") and len(w) - 2 >= 4:
-        return w[:-2]
-    if w.endswith("e") and len(w) >= 4:
-        return w[:-1]
-    return w
-
-
-@lru_cache(maxsize=65536)
-def stem(word: str) -> str:
-    """Reduce one lower-case word by the light stemmer (rule 3 of the module docstring)."""
-    if len(word) <= 3 or not word.isalpha():
-        return word
-    while True:
-        nxt = _step(word)
-        if nxt == word or len(nxt) < 3:
-            return word
-        word = nxt
-
-
-def normalize(text: str) -> list[str]:
-    """Tokenize and stem: the word sequence that phrases are matched against."""
-    return [stem(w) for w in tokenize(text)]
+Verdict = Literal["pass", "partial", "fail"]
+Origin = Literal["question", "topic", "reversal"]
 
 
 @dataclass(frozen=True)
-class Match:
-    """Where a phrase matched: word indices ``start``..``end`` (inclusive) of the answer."""
+class PointResult:
+    """One key point, hit or missed."""
 
-    phrase: str
-    start: int
-    end: int
-
-
-def _matches(pwords: Sequence[str], words: Sequence[str]) -> list[tuple[int, int]]:
-    """Every (start, end) where ``pwords`` occur in order within len(pwords) + 3 words."""
-    n = len(pwords)
-    if n == 0:
-        return []
-    window = n + WINDOW_SLACK
-    out = []
-    for i, w in enumerate(words):
-        if w != pwords[0]:
-            continue
-        j, k = i, 1
-        limit = min(len(words), i + window)
-        while k < n:
-            j += 1
-            while j < limit and words[j] != pwords[k]:
-                j += 1
-            if j >= limit:
-                break
-            k += 1
-        if k == n:
-            out.append((i, j))
-    return out
+    point: KeyPoint
+    hit: bool
+    matched: str | None = None
+    """The answer's words that made the point."""
+    pattern: str | None = None
+    """The pattern that matched."""
 
 
-def find_phrase(phrase: str, text: str) -> Match | None:
-    """The first match of ``phrase`` in ``text``, or None (negation is not considered)."""
-    hits = _matches(normalize(phrase), normalize(text))
-    return Match(phrase, *hits[0]) if hits else None
+@dataclass(frozen=True)
+class ErrorResult:
+    """One wrong claim the answer makes."""
 
-
-def _is_negation(w: str) -> bool:
-    return w in NEGATIONS or w.endswith("n't")
-
-
-def _negated(raw: Sequence[str], start: int, breaks: frozenset[int] = frozenset()) -> bool:
-    lo = max(0, start - NEGATION_LOOKBACK)
-    for idx in range(start - 1, lo - 1, -1):
-        if idx + 1 in breaks:
-            break  # "No, it only helps training": the negation belongs to another clause
-        w = raw[idx]
-        if w in NEGATIONS or w.endswith("n't"):
-            return True
-        for first, second in NEGATION_PAIRS:
-            if w == second and idx > 0 and raw[idx - 1] == first and idx not in breaks:
-                return True
-    return False
+    claim: str
+    """The wrong claim, in the bank's words."""
+    correction: str
+    """One sentence on why it is wrong."""
+    matched: str
+    """The answer's words that make the claim."""
+    pattern: str = ""
+    origin: Origin = "question"
+    """Where the error comes from: the question, its topic's catalogue, or a reversed key point."""
 
 
 @dataclass(frozen=True)
 class OpenGrade:
     """The outcome of grading one free-text answer."""
 
-    hits: list[KeyPoint] = field(default_factory=list)
-    """Key points the answer contains."""
-    missed: list[KeyPoint] = field(default_factory=list)
-    """Key points the answer lacks."""
-    flagged: list[Misconception] = field(default_factory=list)
-    """Misconceptions the answer states (not negated)."""
-    matches: dict[str, Match] = field(default_factory=dict)
-    """For each hit key point or flagged claim (by its text), the match that detected it."""
+    points: tuple[PointResult, ...] = ()
+    errors: tuple[ErrorResult, ...] = ()
+    grader: Literal["rubric", "judge"] = "rubric"
+    """Which grader decided."""
+    note: str = ""
+    """Why the judge's decision was not used, when one was configured."""
+
+    @property
+    def hits(self) -> list[KeyPoint]:
+        """Key points the answer makes."""
+        return [p.point for p in self.points if p.hit]
+
+    @property
+    def missed(self) -> list[KeyPoint]:
+        """Key points it lacks."""
+        return [p.point for p in self.points if not p.hit]
 
     @property
     def score(self) -> float:
-        """Fraction of key points hit, minus 0.25 per flagged misconception, clipped to [0, 1]."""
-        total = len(self.hits) + len(self.missed)
-        base = len(self.hits) / total if total else 1.0
-        return max(0.0, min(1.0, base - FLAG_PENALTY * len(self.flagged)))
+        """Share of key points hit, less 0.25 per error, clipped to [0, 1]."""
+        base = len(self.hits) / len(self.points) if self.points else 1.0
+        return max(0.0, min(1.0, base - FLAG_PENALTY * len(self.errors)))
+
+    @property
+    def main_missed(self) -> list[KeyPoint]:
+        """``main`` key points the answer lacks."""
+        return [p.point for p in self.points if p.point.main and not p.hit]
+
+    @property
+    def verdict(self) -> Verdict:
+        """``pass``, ``partial`` or ``fail`` (module docstring)."""
+        if self.score >= PASS_SCORE and not self.errors and not self.main_missed:
+            return "pass"
+        return "fail" if self.score == 0 else "partial"
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "pass"
+
+    def to_json(self, question_id: str) -> dict[str, Any]:
+        """The object ``inferview answer --json`` prints (``docs/answer-result.md``)."""
+        return {
+            "id": question_id,
+            "verdict": self.verdict,
+            "score": round(self.score, 4),
+            "key_points": [{"text": p.point.point, "hit": p.hit, "matched": p.matched}
+                           for p in self.points],
+            "errors": [{"text": e.claim, "matched": e.matched, "correction": e.correction}
+                       for e in self.errors],
+            "grader": self.grader,
+        }
 
 
-def detect_point(point: KeyPoint, text: str) -> Match | None:
-    """The first match of any of the key point's phrases in ``text``."""
-    words = normalize(text)
-    for phrase in point.phrases:
-        hits = _matches(normalize(phrase), words)
-        if hits:
-            return Match(phrase, *hits[0])
-    return None
+@dataclass
+class Rubric:
+    """A question's key points and errors, compiled against its lexicon."""
+
+    question: OpenQuestion
+    lexicon: Lexicon
+    points: list[tuple[KeyPoint, list[Pattern], list[Pattern]]]
+    """Each key point with its patterns and their reversals (one opposite group swapped in)."""
+    errors: list[tuple[Misconception, Origin, list[Pattern]]]
+    problems: list[str] = field(default_factory=list)
+    """Patterns that did not compile (``field: message``), for ``lint``."""
+
+    @classmethod
+    def build(cls, question: OpenQuestion, lex: Lexicon,
+              catalogue: Sequence[Misconception] = ()) -> Rubric:
+        problems: list[str] = []
+
+        def compiled(where: str, patterns: Sequence[str]) -> list[Pattern]:
+            out = []
+            for j, source in enumerate(patterns):
+                try:
+                    out.append(compile_pattern(source, lex))
+                except PatternError as exc:
+                    problems.append(f"{where}.match[{j}]: {exc}")
+            return out
+
+        points = []
+        for i, kp in enumerate(question.key_points):
+            pats = compiled(f"key_points[{i}]", kp.match)
+            points.append((kp, pats, [r for p in pats for r in reversals(p, lex)] if kp.reversible else []))
+        errors: list[tuple[Misconception, Origin, list[Pattern]]] = [
+            (m, "question", compiled(f"misconceptions[{i}]", m.match))
+            for i, m in enumerate(question.misconceptions)]
+        own = {m.claim for m in question.misconceptions}
+        errors += [(m, "topic", compiled(f"topic errors ({m.claim!r})", m.match))
+                   for m in catalogue if m.claim not in own]
+        return cls(question, lex, points, errors, problems)
+
+    def grade(self, text: str) -> OpenGrade:
+        """Grade one answer."""
+        reading = Reading(text, self.lexicon)
+        results: list[PointResult] = []
+        errors: list[ErrorResult] = []
+        for kp, patterns, flipped in self.points:
+            matches = [m for p in patterns for m in match(p, reading, "sentence")]
+            hit = next((m for m in matches if m.affirmed), None)
+            results.append(PointResult(kp, hit is not None, hit.words if hit else None,
+                                       hit.pattern if hit else None))
+            if kp.reversible:
+                rev = next((m for p in patterns if not p.negative
+                            for m in match(p, reading, "segment", ordered=True)
+                            if not m.affirmed and _asserted(m, reading)), None)
+                if rev is None:
+                    rev = next((m for p in flipped for m in match(p, reading, "segment", ordered=True)
+                                if m.affirmed and _asserted(m, reading)), None)
+                if rev is not None:
+                    errors.append(ErrorResult(f"Says the opposite of: {kp.point}", _sentence(kp.point),
+                                              rev.words, rev.pattern, "reversal"))
+        for mis, origin, patterns in self.errors:
+            found = next((m for p in patterns for m in match(p, reading, "segment", ordered=True)
+                          if m.affirmed and _asserted(m, reading)), None)
+            if found is not None:
+                errors.append(ErrorResult(mis.claim, mis.correction, found.words, found.pattern, origin))
+        return OpenGrade(tuple(results), tuple(errors))
 
 
-def detect_misconception(mis: Misconception, text: str) -> Match | None:
-    """The first non-negated match of any of the misconception's phrases in ``text``."""
-    raw, breaks = _tokens_and_breaks(text)
-    _, clauses = _tokens_and_breaks(text, _CLAUSE)
-    words = [stem(w) for w in raw]
-    for phrase in mis.phrases:
-        own_negation = any(_is_negation(w) for w in tokenize(phrase))
-        own_split = bool(_tokens_and_breaks(phrase, _CLAUSE)[1])  # "same range; bf16" spans one
-        for start, end in _matches(normalize(phrase), words):
-            inside = not own_negation and any(_is_negation(raw[i]) for i in range(start + 1, end))
-            split = not own_split and any(i in clauses for i in range(start + 1, end + 1))
-            if not inside and not split and not _negated(raw, start, breaks):
-                return Match(phrase, start, end)
-    return None
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text[:1].upper() + text[1:] + ("" if text.endswith((".", "!", "?")) else ".")
 
 
-def grade_open(
-    key_points: Sequence[KeyPoint] | OpenQuestion,
-    answer: str,
-    misconceptions: Sequence[Misconception] = (),
-) -> OpenGrade:
-    """Grade ``answer`` against key points and misconceptions (or an ``OpenQuestion``'s own)."""
-    if isinstance(key_points, OpenQuestion):
-        misconceptions = key_points.misconceptions
-        key_points = key_points.key_points
-    hits, missed, flagged, matches = [], [], [], {}
-    for kp in key_points:
-        m = detect_point(kp, answer)
-        if m is None:
-            missed.append(kp)
-        else:
-            hits.append(kp)
-            matches[kp.point] = m
-    for mis in misconceptions:
-        m = detect_misconception(mis, answer)
-        if m is not None:
-            flagged.append(mis)
-            matches[mis.claim] = m
-    return OpenGrade(hits=hits, missed=missed, flagged=flagged, matches=matches)
+def _asserted(m: Match, reading: Reading) -> bool:
+    """The match's sentence asserts it: no hypothetical or reporting word before it."""
+    for t in reading.doc.tokens[:m.first]:
+        if t.sentence == m.sentence and t.lemma in HYPOTHETICAL:
+            return False
+    return True
 
 
-_IGNORED_SYMBOL = re.compile(r"[^\w\s\-/'\u2019\u2018.,;:!?()\[\]\"\u2010-\u2015]")
+@dataclass
+class RubricContext:
+    """What grading needs beyond the question: the thesaurus of its bank, its topic's catalogue."""
+
+    catalogues: dict[str, list[Misconception]] = field(default_factory=dict)
+    synonyms: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    """Bank id -> its own thesaurus groups."""
+    question_bank: dict[str, str] = field(default_factory=dict)
+    _lexicons: dict[str, Lexicon] = field(default_factory=dict)
+    _rubrics: dict[str, Rubric] = field(default_factory=dict)
+
+    @classmethod
+    def from_library(cls, lib: Any) -> RubricContext:
+        """The context of a loaded :class:`~inferview.content.loader.Library`."""
+        return cls(dict(lib.catalogues), dict(lib.synonyms), dict(lib.question_bank))
+
+    def lexicon_for(self, question: OpenQuestion) -> Lexicon:
+        bank = self.question_bank.get(question.id, "")
+        if bank not in self._lexicons:
+            self._lexicons[bank] = lexicon_mod.shared().extended(self.synonyms.get(bank, {}))
+        return self._lexicons[bank]
+
+    def rubric(self, question: OpenQuestion) -> Rubric:
+        """The compiled rubric of ``question`` (cached by id and content)."""
+        cached = self._rubrics.get(question.id)
+        if cached is None or cached.question != question:
+            cached = Rubric.build(question, self.lexicon_for(question),
+                                  self.catalogues.get(question.topic, []))
+            self._rubrics[question.id] = cached
+        return cached
 
 
-def phrase_problem(phrase: str) -> str | None:
-    """Why a detection phrase cannot work as written, or None: it normalises to nothing, to a lone
-    letter or small number, or to single characters only — which countless answers contain, often
-    because the symbol that carried the meaning is dropped ("2×" is just "2", "b·k/e" just
-    "b k e"; "T²" is fine: it reads "t squared")."""
-    words = normalize(phrase)
-    if not words:
-        return "has no words the matcher can see"
-    if re.fullmatch(r"\s*\d+:\d+\s*", phrase):
-        return None  # N:M sparsity ("2:4"): two numbers side by side are specific enough
-    digits = words[0].replace(".", "")
-    lone = len(words) == 1 and (len(words[0]) == 1 or (digits.isdigit() and len(digits) <= 2))
-    if lone or all(len(w) == 1 for w in words):
-        symbols = sorted(set(_IGNORED_SYMBOL.findall(phrase)))
-        dropped = f" (matching ignores {' '.join(symbols)})" if symbols else ""
-        return f"reads as {' '.join(words)!r}{dropped}, which too many answers contain; write it in words"
-    return None
+@lru_cache(maxsize=1)
+def builtin_context() -> RubricContext:
+    """The context of the built-in content (what grading uses when given none)."""
+    from inferview.content.loader import load_library
+
+    return RubricContext.from_library(load_library(include_user=False))
 
 
-def self_check(question: OpenQuestion) -> list[str]:
-    """Problems an author should fix (for ``lint``): key points whose phrases do not match the
-    question's own model answer, and misconceptions the model answer itself states."""
-    g = grade_open(question, question.answer)
-    out = [f"key_points: {k.point!r} is not detected in the model answer (phrases {k.phrases})"
-           for k in g.missed]
-    for where, items in (("key_points", question.key_points), ("misconceptions", question.misconceptions)):
-        for item in items:
-            out += [f"{where}: phrase {p!r} {why}" for p in item.phrases if (why := phrase_problem(p))]
-    out += [f"misconceptions: the model answer states {m.claim!r} (matched {g.matches[m.claim].phrase!r})"
-            for m in g.flagged]
+def grade_open(question: OpenQuestion, answer: str, context: RubricContext | None = None) -> OpenGrade:
+    """Grade ``answer`` to ``question`` by its rubric (``context`` defaults to the built-in one)."""
+    return (context or builtin_context()).rubric(question).grade(answer)
+
+
+def self_check(question: OpenQuestion, context: RubricContext | None = None) -> list[str]:
+    """Problems an author should fix (for ``lint``): patterns that cannot work, a model answer
+    that misses a key point or makes an error, examples that do not grade as labelled."""
+    rubric = (context or builtin_context()).rubric(question)
+    out = list(rubric.problems)
+    g = rubric.grade(question.answer)
+    out += [f"key_points: {k.point!r} is not detected in the model answer" for k in g.missed]
+    out += [f"misconceptions: the model answer states {e.claim!r} (matched {e.matched!r})"
+            for e in g.errors]
     for i, text in enumerate(question.examples.good):
-        g = grade_open(question, text)
-        if g.flagged:
-            out.append(f"examples.good[{i}]: flagged as {g.flagged[0].claim!r} "
-                       f"(matched {g.matches[g.flagged[0].claim].phrase!r})")
-        elif g.score < PASS_SCORE:
+        g = rubric.grade(text)
+        if g.errors:
+            out.append(f"examples.good[{i}]: flagged {g.errors[0].claim!r} (matched {g.errors[0].matched!r})")
+        elif not g.passed:
             out.append(f"examples.good[{i}]: scores {g.score:.2f}, missing "
                        + "; ".join(repr(k.point) for k in g.missed))
     for i, text in enumerate(question.examples.bad):
-        if not grade_open(question, text).flagged:
-            out.append(f"examples.bad[{i}]: no misconception is flagged")
+        if not rubric.grade(text).errors:
+            out.append(f"examples.bad[{i}]: no error is flagged")
     return out

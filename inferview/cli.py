@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "stats": ("stats", "Show progress: reviews, accuracy, challenges, mock interviews."),
     "calc": ("calc", "KV-cache and weight-memory calculator over model presets."),
     "grade": ("grade", "Grade a solution file headless."),
+    "answer": ("answer", "Grade a free-text answer to an open question headless."),
     "start": ("start", "Copy a challenge's starter into the workspace and print its path."),
     "watch": ("watch", "Re-grade a solution every time it is saved."),
     "challenge": ("challenge", "Open the TUI on one challenge."),

@@ -54,6 +54,20 @@ Verdict = Literal["pass", "partial", "fail"]
 Origin = Literal["question", "topic", "reversal"]
 
 
+def score_of(hits: int, points: int, errors: int) -> float:
+    """The score rule: key points hit / key points, less 0.25 per error, clipped to [0, 1]."""
+    base = hits / points if points else 1.0
+    return max(0.0, min(1.0, base - FLAG_PENALTY * errors))
+
+
+def verdict_of(score: float, errors: int, main_missed: int) -> Verdict:
+    """The verdict rule: ``pass`` at PASS_SCORE with no error and every main point hit; ``fail``
+    at a score of 0; ``partial`` otherwise."""
+    if score >= PASS_SCORE and not errors and not main_missed:
+        return "pass"
+    return "fail" if score == 0 else "partial"
+
+
 @dataclass(frozen=True)
 class PointResult:
     """One key point, hit or missed."""
@@ -105,8 +119,7 @@ class OpenGrade:
     @property
     def score(self) -> float:
         """Share of key points hit, less 0.25 per error, clipped to [0, 1]."""
-        base = len(self.hits) / len(self.points) if self.points else 1.0
-        return max(0.0, min(1.0, base - FLAG_PENALTY * len(self.errors)))
+        return score_of(len(self.hits), len(self.points), len(self.errors))
 
     @property
     def main_missed(self) -> list[KeyPoint]:
@@ -116,9 +129,7 @@ class OpenGrade:
     @property
     def verdict(self) -> Verdict:
         """``pass``, ``partial`` or ``fail`` (module docstring)."""
-        if self.score >= PASS_SCORE and not self.errors and not self.main_missed:
-            return "pass"
-        return "fail" if self.score == 0 else "partial"
+        return verdict_of(self.score, len(self.errors), len(self.main_missed))
 
     @property
     def passed(self) -> bool:
@@ -188,16 +199,16 @@ class Rubric:
                                        hit.pattern if hit else None))
             if kp.reversible:
                 rev = next((m for p in patterns if not p.negative
-                            for m in match(p, reading, "segment", ordered=True)
+                            for m in match(p, reading, "clause", ordered=True)
                             if not m.affirmed and _asserted(m, reading)), None)
                 if rev is None:
-                    rev = next((m for p in flipped for m in match(p, reading, "segment", ordered=True)
+                    rev = next((m for p in flipped for m in match(p, reading, "clause", ordered=True)
                                 if m.affirmed and _asserted(m, reading)), None)
                 if rev is not None:
                     errors.append(ErrorResult(f"Says the opposite of: {kp.point}", _sentence(kp.point),
                                               rev.words, rev.pattern, "reversal"))
         for mis, origin, patterns in self.errors:
-            found = next((m for p in patterns for m in match(p, reading, "segment", ordered=True)
+            found = next((m for p in patterns for m in match(p, reading, "clause", ordered=True)
                           if m.affirmed and _asserted(m, reading)), None)
             if found is not None:
                 errors.append(ErrorResult(mis.claim, mis.correction, found.words, found.pattern, origin))

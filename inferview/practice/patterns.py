@@ -232,7 +232,8 @@ class Match:
 def match(pattern: Pattern, reading: Reading, scope: str = "block", ordered: bool = False) -> list[Match]:
     """Every sentence where ``pattern`` matches: the affirmed match there if any, else a reversed one.
     ``scope`` is where all its words must lie: one ``sentence``, one ``block`` of it (no contrast
-    between them) or one ``segment`` (no comma, colon, dash or bracket either). ``ordered`` asks
+    between them), one ``segment`` (no comma, colon, dash or bracket either) or one ``clause`` (a
+    segment, with a short lead-in such as "With MQA," joined to it). ``ordered`` asks
     for the slots in the pattern's order and within ``2 * slots + 2`` words: the tighter reading
     that errors are held to."""
     out = []

@@ -28,7 +28,7 @@ agree on what a word is. In order:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -145,6 +145,9 @@ class Token:
     """Index of its segment (between commas, colons, dashes...) across the whole text."""
     block: int
     """Index of its block (between contrasts) across the whole text."""
+    clause: int = 0
+    """Its segment, except that a short lead-in ("With MQA, ...", "In decode, ...") shares the
+    clause of the segment after it: what errors are matched within."""
     stop: bool = False
     """A small word that patterns ignore."""
     negator: bool = False
@@ -159,6 +162,10 @@ class Doc:
 
     text: str
     """The normalised text (what token offsets point into)."""
+    original: str = ""
+    """The text as written."""
+    offsets: list[int] = field(default_factory=list)
+    """For each character of ``text``, the offset of the character of ``original`` it came from."""
     tokens: list[Token] = field(default_factory=list)
     questions: frozenset[int] = frozenset()
     """Sentences that end with a question mark."""
@@ -169,8 +176,12 @@ class Doc:
         return [i for i, t in enumerate(self.tokens) if not t.stop]
 
     def words(self, lo: int, hi: int) -> str:
-        """The normalised text from token ``lo`` to token ``hi`` inclusive."""
-        return self.text[self.tokens[lo].start:self.tokens[hi].end]
+        """The text as written from token ``lo`` to token ``hi`` inclusive."""
+        if not self.offsets:
+            return self.text[self.tokens[lo].start:self.tokens[hi].end]
+        a = self.offsets[self.tokens[lo].start]
+        b = self.offsets[self.tokens[hi].end - 1] + 1
+        return " ".join(self.original[a:b].split())
 
 
 def _fmt(v: float) -> str:
@@ -182,11 +193,48 @@ def _fmt(v: float) -> str:
 _WORD = re.compile(r"[a-z]+")
 
 
-def _words_to_digits(text: str) -> str:
-    """Runs of number words become digits ("forty-seven" -> "47", "two hundred and fifty six" ->
-    "256"); "a half" -> "0.5"; "twice as" -> "2x as"."""
-    out: list[str] = []
-    pos = 0
+class _Tracked:
+    """Text being normalised, with the original offset of every character (to quote the answer's
+    own words back to the user)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = ""
+        self.map: list[int] = []
+        for i, c in enumerate(text):
+            low = c.lower()
+            self.text += low
+            self.map.extend([i] * len(low))
+        self.end = len(text)
+
+    def splice(self, edits: list[tuple[int, int, str]]) -> None:
+        """Replace ``text[start:end]`` by each ``replacement`` (edits in order, not overlapping)."""
+        out, omap, pos = [], [], 0
+        for start, end, rep in edits:
+            out.append(self.text[pos:start])
+            omap.extend(self.map[pos:start])
+            span = self.map[start:end] or [self.map[start] if start < len(self.map) else self.end]
+            out.append(rep)
+            omap.extend(span[min(k, len(span) - 1)] for k in range(len(rep)))
+            pos = end
+        out.append(self.text[pos:])
+        omap.extend(self.map[pos:])
+        self.text, self.map = "".join(out), omap
+
+    def sub(self, pattern: re.Pattern[str] | str, repl: str | Callable[[re.Match[str]], str]) -> None:
+        pat = re.compile(pattern) if isinstance(pattern, str) else pattern
+        edits = [(m.start(), m.end(), m.expand(repl) if isinstance(repl, str) else repl(m))
+                 for m in pat.finditer(self.text)]
+        if edits:
+            self.splice(edits)
+
+
+_WORD = re.compile(r"[a-z]+")
+
+
+def _number_words(text: str) -> list[tuple[int, int, str]]:
+    """Edits turning runs of number words into digits ("forty-seven" -> "47", "two hundred and
+    fifty six" -> "256")."""
+    edits = []
     words = list(_WORD.finditer(text))
     i = 0
     while i < len(words):
@@ -200,13 +248,13 @@ def _words_to_digits(text: str) -> str:
             gap = text[words[j - 1].end():words[j].start()] if j > i else ""
             if j > i and gap not in (" ", "-"):
                 break
-            if u in _UNITS and last not in ("unit",):
+            if u in _UNITS and last != "unit":
                 value += _UNITS[u]
                 last = "unit"
             elif u in _TENS and last in (None, "hundred"):
                 value += _TENS[u]
                 last = "tens"
-            elif u == "hundred" and last in ("unit",) and value < 10:
+            elif u == "hundred" and last == "unit" and value < 10:
                 value *= 100
                 last = "hundred"
             elif (u == "and" and last == "hundred" and j + 1 < len(words)
@@ -215,32 +263,33 @@ def _words_to_digits(text: str) -> str:
             else:
                 break
             j += 1
-        out.append(text[pos:words[i].start()])
-        out.append(str(value))
-        pos = words[j - 1].end()
+        edits.append((words[i].start(), words[j - 1].end(), str(value)))
         i = j
-    out.append(text[pos:])
-    text = "".join(out)
-    text = re.sub(r"\b(a|1) (half|quarter|third)\b", lambda m: _fmt(_FRACTIONS[m.group(2)]), text)
-    return re.sub(r"\b(twice|double)\b(?= (?:as|the|that))", "2x", text)
+    return edits
 
 
-def _characters(text: str) -> str:
-    text = text.lower().replace("\u2019", "'").replace("\u2018", "'").replace("`", " ")
-    text = re.sub(r"\be\.g\.|\beg\.", "eg", text)
-    text = re.sub(r"\bi\.e\.|\bie\.", "ie", text)
-    text = re.sub(r"\^\s*3(?!\.?[0-9])|\u00b3", " cubed", text)
-    text = re.sub(r"\^\s*2(?!\.?[0-9])|\u00b2", " squared", text)
-    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)          # 4,096 -> 4096
-    text = re.sub(r"(?<=\d)_(?=\d{3}\b)", "", text)          # 1_000 -> 1000
-    text = re.sub(r"[\u2010-\u2012]", "-", text)
-    text = re.sub(r"[\u2013\u2014\u2015]", " - ", text)       # dashes are segment breaks
-    text = re.sub(r"(?<![\d\s])/|/(?![\d\s])", " / ", text)   # K/V -> K / V, keep 1/8
-    text = re.sub(r"(?<=\w)-(?=\w)", " ", text)               # memory-bound -> memory bound
-    text = text.replace("\u00d7", " × ").replace("\u2248", " ~ ").replace("\u2192", " - ")
+def _characters(text: str) -> _Tracked:
+    t = _Tracked(text)
+    t.sub(r"[\u2018\u2019]", "'")
+    t.sub(r"`", " ")
+    t.sub(r"\be\.g\.|\beg\.", "eg")
+    t.sub(r"\bi\.e\.|\bie\.", "ie")
+    t.sub(r"\^\s*3(?!\.?[0-9])|\u00b3", " cubed")
+    t.sub(r"\^\s*2(?!\.?[0-9])|\u00b2", " squared")
+    t.sub(r"(?<=\d),(?=\d{3}\b)", "")          # 4,096 -> 4096
+    t.sub(r"(?<=\d)_(?=\d{3}\b)", "")          # 1_000 -> 1000
+    t.sub(r"[\u2010-\u2012]", "-")
+    t.sub(r"[\u2013\u2014\u2015\u2192]", " - ")  # dashes and arrows are segment breaks
+    t.sub(r"(?<![\d\s])/|/(?![\d\s])", " / ")   # K/V -> K / V, keep 1/8
+    t.sub(r"(?<=\w)-(?=\w)", " ")               # memory-bound -> memory bound
+    t.sub(r"\u00d7", " × ")
+    t.sub(r"\u2248", " ~ ")
     for pat, rep in _CONTRACTIONS:
-        text = pat.sub(rep, text)
-    return _words_to_digits(text)
+        t.sub(pat, rep)
+    t.splice(_number_words(t.text))
+    t.sub(r"\b(a|1) (half|quarter|third)\b", lambda m: _fmt(_FRACTIONS[m.group(2)]))
+    t.sub(r"\b(twice|double)\b(?= (?:as|the|that))", "2x")
+    return t
 
 
 _TOKEN = re.compile(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?|[a-z0-9_]+|\S")
@@ -285,10 +334,11 @@ def read(text: str, overrides: Mapping[str, str] | None = None) -> Doc:
     """Read ``text`` into a :class:`Doc` (the steps in the module docstring); ``overrides`` maps a
     word to its lemma before simplemma is asked."""
     overrides = overrides or {}
-    norm = _characters(text)
+    tracked = _characters(text)
+    norm = tracked.text
     quantities = {m.start(): _quantity(m.group("num"), m.group("suffix"))
                   for m in _QUANTITY.finditer(norm)}
-    doc = Doc(norm)
+    doc = Doc(norm, original=text, offsets=tracked.map)
     sentence = segment = block = 0
     questions: set[int] = set()
     raw = list(_TOKEN.finditer(norm))
@@ -326,8 +376,32 @@ def read(text: str, overrides: Mapping[str, str] | None = None) -> Doc:
                                 stop=w in STOPWORDS or lem in STOPWORDS or w in CONTRASTS,
                                 quantity=quantities.get(m.start()) if number else None))
     _mark_negators(doc.tokens)
+    _mark_clauses(doc.tokens)
     doc.questions = frozenset(questions)
     return doc
+
+
+LEAD_IN = 4
+"""A sentence's first segment of at most this many words joins the next one's clause."""
+
+
+def _mark_clauses(tokens: list[Token]) -> None:
+    for t in tokens:
+        t.clause = t.segment
+    i = 0
+    while i < len(tokens):
+        sentence, seg = tokens[i].sentence, tokens[i].segment
+        j = i
+        while j < len(tokens) and tokens[j].segment == seg:
+            j += 1
+        lead = tokens[i:j]
+        if (j < len(tokens) and tokens[j].sentence == sentence and len(lead) <= LEAD_IN
+                and not any(t.negator or t.surface in ("yes", "no") for t in lead)):
+            for t in lead:
+                t.clause = tokens[j].segment
+        while j < len(tokens) and tokens[j].sentence == sentence:
+            j += 1
+        i = j
 
 
 def _mark_negators(tokens: list[Token]) -> None:

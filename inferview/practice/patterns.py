@@ -15,7 +15,7 @@ answer (``textnorm``: lemmas, numbers, small words dropped) and split into **slo
 
 It **matches** a sentence of the answer that is not a question when every slot is found there, in
 any order, in one block (never across "but", "whereas", "while", "unlike"...), within
-``3 * slots + 2`` content words. The match is **affirmed** when its polarity is the pattern's — the
+``4 * slots + 4`` content words. The match is **affirmed** when its polarity is the pattern's — the
 number of negators whose reach covers a matched word is odd exactly when the pattern is negative —
 and **reversed** otherwise: "memory bandwidth is not really the limit" reverses "memory bandwidth
 limit", "it does not need calibration data" affirms "no calibration data".
@@ -44,7 +44,7 @@ _MAX_COMBINATIONS = 4000
 
 def window(slots: int) -> int:
     """How many content words a match of ``slots`` slots may span."""
-    return 3 * slots + 2
+    return 4 * slots + 4
 
 
 class PatternError(ValueError):

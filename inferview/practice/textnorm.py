@@ -13,7 +13,7 @@ agree on what a word is. In order:
    :class:`Quantity`, so a pattern can ask for a figure within a tolerance.
 4. **Lemmas** from ``simplemma`` ("caches", "cached", "caching" → "cache"; "larger" → "large"), with
    the thesaurus's own overrides for the comparatives and domain words it gets wrong.
-5. **Structure.** Sentences end at ``. ! ? ;`` and line breaks; a sentence that ends in ``?`` is a
+5. **Structure.** Sentences end at ``. ! ? ;``, blank lines and list items; a sentence that ends in ``?`` is a
    question. Inside a sentence, *segments* end at ``, : ( ) -`` and dashes, and *blocks* end at a
    contrast ("but", "whereas", "while", "although", "though", "however", "yet", "unlike", "versus",
    "as opposed to"): a claim never spans a contrast.
@@ -43,7 +43,7 @@ a an the of to in into on onto at by for from with within as is are was were be 
 it its this that these those there their they them we us you your our i me my he she his her
 which who whom whose what and or also just really very quite do does did done has have had having
 will would can could should may might must shall about then thus so such some any
-here how when where why well basically actually pretty kind sort like get gets got getting one's
+here how when where why well basically actually pretty kind sort get gets got getting one's
 via around along across upon whether either own itself themselves something anything
 """.split())
 """Words patterns ignore ("the", "of", "into", "with", "is"...)."""
@@ -294,6 +294,9 @@ def _characters(text: str) -> _Tracked:
 
 _TOKEN = re.compile(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?|[a-z0-9_]+|\S")
 _SENTENCE_END = re.compile(r"[.!?;]")
+_LINE_BREAK = re.compile(r"\n\s*\n|\n\s*(?:[-*•+]|\d+[.)])")
+"""A paragraph break, or a line that starts a list item: a sentence ends there. A single line break
+inside flowing text (a wrapped line) is a space."""
 _SEGMENT_END = {",", ":", "(", ")", "-", "[", "]", "\""}
 _ABBREVIATIONS = {"eg", "ie", "vs", "etc", "approx", "cf", "al", "fig", "eq", "resp"}
 
@@ -344,7 +347,7 @@ def read(text: str, overrides: Mapping[str, str] | None = None) -> Doc:
     raw = list(_TOKEN.finditer(norm))
     for idx, m in enumerate(raw):
         w = m.group(0)
-        if idx and "\n" in norm[raw[idx - 1].end():m.start()]:
+        if idx and _LINE_BREAK.search(norm[raw[idx - 1].end():m.start()] + norm[m.start():m.start() + 1]):
             if doc.tokens and doc.tokens[-1].sentence == sentence:
                 sentence += 1
                 segment += 1

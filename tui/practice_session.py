@@ -17,8 +17,8 @@ from typing import Any
 from inferview.content.models import ChoiceQuestion, NumericQuestion, OpenQuestion
 from inferview.practice.choice import display_order
 from inferview.practice.drills import RenderedDrill, render
-from inferview.practice.grading import PASS_SCORE, grade_answer
-from inferview.practice.openq import FLAG_PENALTY
+from inferview.practice.grading import grade_answer, rescore
+from inferview.practice.openq import RubricContext
 from inferview.practice.scheduler import ReviewScheduler, suggest_rating
 
 NEW_PER_SESSION = 10
@@ -57,19 +57,11 @@ class Feedback:
         return suggest_rating(float(self.result["score"]), self.correct)
 
 
-def open_score(hits: int, misses: int, flags: int) -> float:
-    """The open-answer score of ``inferview.practice.openq``: key points hit, less a penalty per
-    misconception, clipped to [0, 1]."""
-    total = hits + misses
-    base = hits / total if total else 1.0
-    return max(0.0, min(1.0, base - FLAG_PENALTY * flags))
-
-
 class PracticeSession:
     """Due reviews then new questions, on one topic or all of them."""
 
     def __init__(self, library: Any, store: Any, topic: str | None, now: Callable[[], datetime],
-                 new_limit: int = NEW_PER_SESSION) -> None:
+                 new_limit: int = NEW_PER_SESSION, judge: Any = None) -> None:
         self.library = library
         self.store = store
         self.topic = topic
@@ -79,6 +71,9 @@ class PracticeSession:
         self.queue: list[str] = self.scheduler.queue(library.questions.values(), list(library.topics),
                                                      topic, new_limit)
         self.due_ids = due
+        self.context = RubricContext.from_library(library)
+        self.judge = judge
+        """The local-model judge for open answers (``JudgeConfig``), or None for the rubric alone."""
         self.answered = 0
         self.right = 0
         self._item: PracticeItem | None = None
@@ -110,7 +105,8 @@ class PracticeSession:
         item = self.current()
         if item is None:
             raise IndexError("no question left")
-        result = grade_answer(item.question, answer, item.rendered).to_dict()
+        result = grade_answer(item.question, answer, item.rendered, context=self.context,
+                              judge=self.judge).to_dict()
         shown = answer if isinstance(answer, str) else ", ".join(
             item.question.options[i].text for i in sorted(answer))
         return Feedback(item, shown, result, duration_s)
@@ -137,14 +133,8 @@ class PracticeSession:
         self._rescore(feedback)
 
     def _rescore(self, feedback: Feedback) -> None:
-        r = feedback.result
-        r["score"] = open_score(len(r["hits"]), len(r["misses"]), len(r["flags"]))
-        r["correct"] = r["score"] >= PASS_SCORE and not r["flags"]
-        r["partial"] = not r["correct"] and r["score"] > 0
-        total = len(r["hits"]) + len(r["misses"])
-        r["message"] = f"{len(r['hits'])} of {total} key points" + (
-            f", {len(r['flags'])} misconception{'s' if len(r['flags']) != 1 else ''} flagged." if r["flags"] else ".")
-        r["corrected_by_user"] = True
+        rescore(feedback.result)
+        feedback.result["corrected_by_user"] = True
         feedback.corrected = True
 
     def rate(self, feedback: Feedback, rating: int) -> datetime:

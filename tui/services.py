@@ -36,6 +36,12 @@ class Services:
     """Where "now" comes from (tests fix it)."""
     editor_command: str | None = None
     """Override of ``$VISUAL`` / ``$EDITOR`` for "open in editor"."""
+    judge: Any = "settings"
+    """The local-model judge for open answers: a ``JudgeConfig``, ``None`` for the rubric alone,
+    or ``"settings"`` (the default) to read it from the environment and the data folder's
+    ``config.toml``."""
+    judge_problem: str = ""
+    """Why a configured judge cannot be used (a broken settings file), for the user."""
     _store: Any = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _library_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
@@ -78,6 +84,19 @@ class Services:
 
                 self.grading_client = GradingClient()
             return self.grading_client
+
+    def get_judge(self) -> Any:
+        """The judge's config, or None; a broken settings file is reported in ``judge_problem``
+        and grading falls back to the rubric."""
+        if self.judge == "settings":
+            from inferview.practice.judge import JudgeConfig
+            from inferview.settings import SettingsError
+
+            try:
+                self.judge = JudgeConfig.from_settings()
+            except SettingsError as exc:
+                self.judge, self.judge_problem = None, str(exc)
+        return self.judge
 
     def now(self) -> datetime:
         """The current time from the injected clock."""

@@ -168,7 +168,8 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())[:200]
 
 
-def _grade_question(lib: Library, item, response: dict[str, Any] | None) -> ItemReport:
+def _grade_question(lib: Library, item, response: dict[str, Any] | None, context: Any = None,
+                    judge: Any = None) -> ItemReport:
     from inferview.practice import grading
 
     q = lib.questions.get(item.ref)
@@ -192,7 +193,7 @@ def _grade_question(lib: Library, item, response: dict[str, Any] | None) -> Item
             rep.key_points_missed = [kp.point for kp in q.key_points]
         return rep
     result = grading.grade_answer(q, response.get("selected") if q.kind == "choice" else response.get("text", ""),
-                                  rendered=rendered)
+                                  rendered=rendered, context=context, judge=judge)
     rep.score = float(result.score)
     rep.message = result.message
     rep.key_points_missed = list(result.misses)
@@ -208,8 +209,13 @@ def _answer_text(q, response: dict[str, Any] | None) -> str:
     return response.get("text", "")
 
 
-def build_report(session: MockSession, lib: Library, session_id: int | None = None) -> Report:
-    """Grade every answer of a finished (or ended) session and assemble the report."""
+def build_report(session: MockSession, lib: Library, session_id: int | None = None,
+                 judge: Any = None) -> Report:
+    """Grade every answer of a finished (or ended) session and assemble the report (open answers
+    as Practice grades them: the library's rubrics, and the judge when one is given)."""
+    from inferview.practice.openq import RubricContext
+
+    context = RubricContext.from_library(lib)
     items: list[ItemReport] = []
     challenge = None
     for i, item in enumerate(session.plan.items):
@@ -228,7 +234,7 @@ def build_report(session: MockSession, lib: Library, session_id: int | None = No
             challenge = {"id": item.ref, "verdict": verdict, "failing_checks": failing,
                          "seed": (result or {}).get("seed"), "backend": (result or {}).get("backend")}
         else:
-            rep = _grade_question(lib, item, response)
+            rep = _grade_question(lib, item, response, context, judge)
             rep.index = i
         items.append(rep)
 

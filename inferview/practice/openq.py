@@ -192,6 +192,7 @@ class Rubric:
         reading = Reading(text, self.lexicon)
         results: list[PointResult] = []
         errors: list[ErrorResult] = []
+        spans: list[tuple[int, int]] = []
         for kp, patterns, flipped in self.points:
             matches = [m for p in patterns for m in match(p, reading, "sentence")]
             hit = next((m for m in matches if m.affirmed), None)
@@ -207,12 +208,19 @@ class Rubric:
                 if rev is not None:
                     errors.append(ErrorResult(f"Says the opposite of: {kp.point}", _sentence(kp.point),
                                               rev.words, rev.pattern, "reversal"))
+                    spans.append((rev.first, rev.last))
+        claimed: list[tuple[int, int]] = []
+        named: list[ErrorResult] = []
         for mis, origin, patterns in self.errors:
             found = next((m for p in patterns for m in match(p, reading, "clause", ordered=True)
                           if m.affirmed and _asserted(m, reading)), None)
             if found is not None:
-                errors.append(ErrorResult(mis.claim, mis.correction, found.words, found.pattern, origin))
-        return OpenGrade(tuple(results), tuple(errors))
+                named.append(ErrorResult(mis.claim, mis.correction, found.words, found.pattern, origin))
+                claimed.append((found.first, found.last))
+        # a reversal at the words of a named error is that error: keep its own correction
+        errors = [e for e, span in zip(errors, spans, strict=True)
+                  if not any(a <= span[1] and span[0] <= b for a, b in claimed)]
+        return OpenGrade(tuple(results), tuple(errors + named))
 
 
 def _sentence(text: str) -> str:

@@ -13,6 +13,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual import work
 from textual.screen import Screen
 from textual.widgets import (
     ContentSwitcher,
@@ -46,8 +47,11 @@ def _unreadable_number(text: str, unit: str) -> str | None:
     return None
 
 
-def _point_label(point: str, hit: bool) -> Text:
-    return Text.assemble(("✓ hit     " if hit else "✗ missed  ", "green" if hit else "red"), point)
+def _point_label(point: str, hit: bool, matched: str | None = None) -> Text:
+    label = Text.assemble(("✓ hit     " if hit else "✗ missed  ", "green" if hit else "red"), point)
+    if hit and matched:
+        label.append(f'  "{matched}"', style="dim italic")
+    return label
 
 
 def _flag_label(claim: str, flagged: bool) -> Text:
@@ -107,7 +111,10 @@ class PracticeScreen(Screen[None]):
     def on_mount(self) -> None:
         services = self.app.services
         library = services.get_library()
-        self.session = PracticeSession(library, services.get_store(), self.topic, services.now)
+        self.session = PracticeSession(library, services.get_store(), self.topic, services.now,
+                                       judge=services.get_judge())
+        if services.judge_problem:
+            self.notify(f"{services.judge_problem}; answers are graded by the rubric.", severity="warning")
         self.sub_title = f"Practice · {library.topic_title(self.topic)}" if self.topic else "Practice · all topics"
         self.show_current()
 
@@ -186,8 +193,24 @@ class PracticeScreen(Screen[None]):
                 self.notify(f"{problem[0].upper()}{problem[1:]}. Write a number with its unit, e.g. 40 GiB.",
                             severity="warning")
                 return
-        self.feedback = self.session.grade(answer, round(time.monotonic() - self._shown_at, 1))
+        duration = round(time.monotonic() - self._shown_at, 1)
+        if isinstance(q, OpenQuestion) and self.session.judge is not None:
+            # the judge is a model server: never wait for it on the UI thread
+            self.query_one("#answer-hint", Static).update("Grading with the judge…")
+            self._grade_with_judge(answer, duration)
+            return
+        self.feedback = self.session.grade(answer, duration)
         self.show_feedback()
+
+    @work(thread=True, exclusive=True, exit_on_error=False)
+    def _grade_with_judge(self, answer: str, duration: float) -> None:
+        feedback = self.session.grade(answer, duration)
+        self.app.call_from_thread(self._graded, feedback)
+
+    def _graded(self, feedback: Feedback) -> None:
+        if self.feedback is None and self.session.current() is feedback.item:
+            self.feedback = feedback
+            self.show_feedback()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.action_submit()
@@ -207,7 +230,8 @@ class PracticeScreen(Screen[None]):
         kps.clear_options()
         self._points = [kp.point for kp in q.key_points] if is_open else []
         if is_open:
-            kps.add_options([Option(_point_label(p, p in r["hits"]), id=f"kp-{i}")
+            matched = r.get("matched", {})
+            kps.add_options([Option(_point_label(p, p in r["hits"], matched.get(p)), id=f"kp-{i}")
                              for i, p in enumerate(self._points)])
             kps.highlighted = 0
         flags = self.query_one("#flags", OptionList)
@@ -249,7 +273,14 @@ class PracticeScreen(Screen[None]):
         r = fb.result
         parts: list[Text] = []
         for f in r["flags"]:
-            parts.append(Text.assemble(("✗ ", "red"), (f["claim"], "bold"), ": ", f["correction"]))
+            line = Text.assemble(("✗ ", "red"), (f["claim"], "bold"), ": ", f["correction"])
+            if f.get("matched"):
+                line.append(f'  (you said: "{f["matched"]}")', style="dim italic")
+            parts.append(line)
+        if r["kind"] == "open" and r.get("grader"):
+            who = "a local-model judge" if r["grader"] == "judge" else "the rubric"
+            note = f" — {r['note']}" if r.get("note") else ""
+            parts.append(Text(f"Graded by {who}{note}.", style="dim"))
         if r["kind"] == "choice":
             # in the order the options were shown, code spans styled rather than in backticks
             shown = {index: n for n, index in enumerate(fb.item.order or [])}
@@ -291,7 +322,8 @@ class PracticeScreen(Screen[None]):
         if kind == "kp":
             point = self._points[int(index)]
             self.session.toggle_key_point(self.feedback, point)
-            label = _point_label(point, point in self.feedback.result["hits"])
+            hit = point in self.feedback.result["hits"]
+            label = _point_label(point, hit, self.feedback.result.get("matched", {}).get(point))
         elif kind == "flag":
             claim = self._claims[int(index)]
             if not any(f["claim"] == claim for f in self.feedback.result["flags"]):

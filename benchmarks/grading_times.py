@@ -10,9 +10,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from inferview.graders.engine import grade, load_challenge
-
-from inferview.paths import builtin_challenges_dir
+from inferview.content.loader import find_challenge
+from inferview.graders.engine import grade
 
 
 def main() -> None:
@@ -21,18 +20,20 @@ def main() -> None:
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    root = builtin_challenges_dir()
-    ids = args.challenges or sorted(p.parent.name for p in root.glob("*/challenge.yaml"))
+    from inferview.content.loader import load_library
+
+    lib = load_library(include_user=False)
+    ids = args.challenges or [ch.id for ch in lib.challenges_in_order()]
     total = 0.0
     print(f"{'challenge':24s} {'solution':32s} {'verdict':9s} {'seconds':>8s}  limit")
     for cid in ids:
-        ch = load_challenge(cid)
+        ch = find_challenge(cid, lib)
         for sol in sorted((ch.folder / "solutions" / "correct").glob("*.py")):
             t0 = time.perf_counter()
-            result = grade(ch.folder, sol, device=args.device, seed=args.seed)
+            result = grade(ch, sol, device=args.device, seed=args.seed)
             dt = time.perf_counter() - t0
             total += dt
-            print(f"{cid:24s} {sol.stem:32s} {result.verdict:9s} {dt:8.1f}  "
+            print(f"{cid:24s} {sol.stem:32s} {result.verdict.value:9s} {dt:8.1f}  "
                   f"{ch.spec.time_limit_s:g} s ({result.backend})", flush=True)
     print(f"{'total':24s} {'':32s} {'':9s} {total:8.1f}")
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import torch
+from inferview.grading import CheckResult  # noqa: F401 - re-exported for checks and tests
 from inferview.graders import tolerances
 
 __all__ = [
@@ -78,7 +79,6 @@ class CheckInfo:
     hint: str | None
     needs_cuda: bool
     max_examples: int | None
-    weight: float
     order: int
 
 
@@ -91,7 +91,6 @@ def check(
     hint: str | None = None,
     needs_cuda: bool = False,
     max_examples: int | None = None,
-    weight: float = 1,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register a check: ``name`` is what the user sees, ``hint`` is shown when it fails.
 
@@ -106,7 +105,6 @@ def check(
             hint=hint,
             needs_cuda=needs_cuda,
             max_examples=max_examples,
-            weight=weight,
             order=next(_ORDER),
         )
         return fn
@@ -424,17 +422,3 @@ def expect_raises(ctx: Ctx, type_name: str, what: str = "") -> Iterator[None]:
     raise CheckFailed(f"{what or 'the call'}: expected {type_name} to be raised, but it returned normally")
 
 
-@dataclass
-class CheckResult:
-    """One entry of the result's ``checks`` list."""
-
-    name: str
-    status: str
-    message: str = ""
-    counterexample: str | None = None
-    hint: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "status": self.status, "message": self.message,
-                "counterexample": self.counterexample, "hint": self.hint}

@@ -45,8 +45,8 @@ class GradingClient:
         self._write_lock = threading.Lock()
         self._grade_lock = threading.Lock()
         self._next_id = 0
-        self.last_output = ""
-        """What the graded solution printed (stdout, then stderr; truncated)."""
+        self.last_streams: tuple[str, str] = ("", "")
+        """What the graded solution printed: (stdout, stderr), each trimmed."""
 
     # -- process -------------------------------------------------------------------------------
     def _ensure(self) -> None:
@@ -82,14 +82,16 @@ class GradingClient:
                 raise GradingServiceError(f"the grading service is not running: {exc}") from None
 
     # -- API -----------------------------------------------------------------------------------
-    def prepare(self, challenge_id: str, device: str = "auto") -> None:
-        """Start the service (if needed) and warm a worker for ``challenge_id``; returns at once."""
-        self._send({"op": "prepare", "challenge": challenge_id, "device": device})
+    def prepare(self, challenge: str | Path, device: str = "auto") -> None:
+        """Start the service (if needed) and warm a worker for the challenge in folder
+        ``challenge``; returns at once."""
+        self._send({"op": "prepare", "challenge": str(challenge), "device": device})
 
-    def grade(self, challenge_id: str, path: str | Path, device: str = "auto",
+    def grade(self, challenge: str | Path, path: str | Path, device: str = "auto",
               seed: int | None = None,
               on_progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
-        """Grade ``path``; returns the schema-1 result object (CHALLENGES.md).
+        """Grade ``path`` against the challenge in folder ``challenge``; returns the schema-1
+        result object (CHALLENGES.md).
 
         Raises :class:`GradingCancelled`, :class:`GradingUsageError` or
         :class:`GradingServiceError`.
@@ -97,7 +99,7 @@ class GradingClient:
         with self._grade_lock:
             self._next_id += 1
             rid = self._next_id
-            self._send({"op": "grade", "id": rid, "challenge": challenge_id, "path": str(path),
+            self._send({"op": "grade", "id": rid, "challenge": str(challenge), "path": str(path),
                         "device": device, "seed": seed})
             while True:
                 event = self._events.get()
@@ -109,7 +111,7 @@ class GradingClient:
                 if kind == "progress" and on_progress is not None:
                     on_progress(int(event["done"]), int(event["total"]), str(event["check"]))
                 elif kind == "result":
-                    self.last_output = str(event.get("output", ""))
+                    self.last_streams = (str(event.get("stdout", "")), str(event.get("stderr", "")))
                     return dict(event["result"])
                 elif kind == "cancelled":
                     raise GradingCancelled("cancelled")

@@ -14,23 +14,28 @@ the process isolation follows online judges (Kattis problem-package verifiers, g
 from __future__ import annotations
 
 import ast
-import atexit
 import difflib
 import importlib.util
 import secrets
 import sys
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from inferview.content.loader import LoadedChallenge, load_challenge_folder
+from inferview.grading import (
+    VERDICT_ORDER,
+    CheckResult,
+    GradeResult,
+    GradingUsageError,
+    Verdict,
+)
 from inferview.graders import codec
 from inferview.graders.api import (
     CheckFailed,
     CheckInfo,
-    CheckResult,
     Ctx,
     Opaque,
     Remote,
@@ -39,10 +44,10 @@ from inferview.graders.api import (
     WorkerFunction,
     _Channel,
 )
+from inferview.graders.pool import POOL, key_for
 from inferview.graders.process import WorkerFailure, WorkerProcess
 from inferview.graders.scan import BLOCKED_MODULES, Rule, scan_source
 
-SCHEMA = 1
 DEFAULT_MAX_EXAMPLES = 25
 """The grader's Hypothesis profile: examples per check unless the check sets ``max_examples``."""
 MAX_SHRINK_SECONDS = 8.0
@@ -52,99 +57,24 @@ FORBIDDEN_CHECK = "uses only allowed APIs"
 
 ProgressFn = Callable[[int, int, str], None]
 
-VERDICT_ORDER = ("forbidden", "timeout", "crashed", "error", "failed", "passed")
+__all__ = ["GradeResult", "GradingUsageError", "as_challenge", "grade", "prestart"]
 
 
-class GradingUsageError(ValueError):
-    """Bad input to ``grade`` (unknown challenge, missing file, CUDA asked for but absent)."""
-
-
-@dataclass
-class GradeResult:
-    """The outcome of one grading run (``to_json()`` is the schema-1 object)."""
-
-    challenge: str
-    verdict: str
-    backend: str
-    seed: int
-    duration_s: float
-    checks: list[CheckResult] = field(default_factory=list)
-    stdout: str = ""
-    stderr: str = ""
-    cancelled: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA,
-            "challenge": self.challenge,
-            "verdict": self.verdict,
-            "backend": self.backend,
-            "seed": self.seed,
-            "duration_s": round(self.duration_s, 3),
-            "checks": [c.to_json() for c in self.checks],
-        }
-
-    @property
-    def passed(self) -> bool:
-        return self.verdict == "passed"
-
-
-# ---------------------------------------------------------------------------------------------
-# Challenge resolution
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Challenge:
-    """A challenge folder with its validated spec."""
-
-    spec: Any
-    folder: Path
-
-    @property
-    def id(self) -> str:
-        return str(self.spec.id)
-
-
-def load_challenge(challenge: str | Path) -> Challenge:
-    """Resolve an id or a folder to a :class:`Challenge` (raises ``GradingUsageError``)."""
+def as_challenge(challenge: LoadedChallenge | Path | str) -> LoadedChallenge:
+    """A loaded challenge, or the challenge folder given as a path (loaded with the content
+    loader's checks; raises ``GradingUsageError``)."""
+    if isinstance(challenge, LoadedChallenge):
+        return challenge
     folder = Path(challenge)
-    if isinstance(challenge, Path) or (folder / "challenge.yaml").is_file():
-        if not (folder / "challenge.yaml").is_file():
-            raise GradingUsageError(f"{folder} is not a challenge folder (no challenge.yaml)")
-        return Challenge(_read_spec(folder), folder.resolve())
-    try:
-        from inferview.content import loader  # type: ignore[attr-defined]
-
-        found = loader.find_challenge(str(challenge))
-        return Challenge(found.spec, Path(found.folder).resolve())
-    except ImportError:
-        pass
-    except KeyError as exc:
-        msg = exc.args[0] if exc.args else f"unknown challenge {challenge!r}"
-        raise GradingUsageError(str(msg)) from None
-    from inferview.paths import builtin_challenges_dir, user_challenges_dir
-
-    for base in (builtin_challenges_dir(), user_challenges_dir()):
-        cand = base / str(challenge)
-        if (cand / "challenge.yaml").is_file():
-            return Challenge(_read_spec(cand), cand.resolve())
-    raise GradingUsageError(f"unknown challenge {challenge!r}")
+    if not (folder / "challenge.yaml").is_file():
+        raise GradingUsageError(f"{folder} is not a challenge folder (no challenge.yaml)")
+    ch, errors = load_challenge_folder(folder.resolve())
+    if ch is None:
+        raise GradingUsageError("; ".join(str(e) for e in errors))
+    return ch
 
 
-def _read_spec(folder: Path) -> Any:
-    import yaml
-
-    from inferview.content.models import ChallengeSpec
-
-    try:
-        data = yaml.safe_load((folder / "challenge.yaml").read_text(encoding="utf-8"))
-        return ChallengeSpec.model_validate(data)
-    except Exception as exc:  # noqa: BLE001 - one clear line for a broken spec
-        raise GradingUsageError(f"{folder / 'challenge.yaml'}: invalid challenge spec: {exc}") from None
-
-
-def load_checks(ch: Challenge) -> list[tuple[CheckInfo, Callable[..., Any]]]:
+def load_checks(ch: LoadedChallenge) -> list[tuple[CheckInfo, Callable[..., Any]]]:
     """Import ``checks.py`` fresh and return its checks in definition order."""
     path = ch.folder / ch.spec.checks
     name = f"inferview_checks_{ch.id.replace('-', '_')}_{secrets.token_hex(4)}"
@@ -192,7 +122,7 @@ def choose_backend(spec: Any, device: str) -> str:
     return "cuda" if has_cuda and spec.device != "cpu" else "cpu"
 
 
-def forbidden_roots(ch: Challenge) -> list[str]:
+def forbidden_roots(ch: LoadedChallenge) -> list[str]:
     """Folders the submission may not read: the installed packages and the challenge folder."""
     roots = {str(ch.folder)}
     for name in ("inferview", "inferview.graders", "inferview.reference", "inferview.challenges",
@@ -211,50 +141,10 @@ def forbidden_roots(ch: Challenge) -> list[str]:
 # Pre-started workers (the grading service keeps one warm so a grade does not wait for imports)
 # ---------------------------------------------------------------------------------------------
 
-_POOL: dict[tuple[bool, str, int], WorkerProcess] = {}
-_POOL_LOCK = threading.Lock()
-
-
-def _pool_key(spec: Any, backend: str) -> tuple[bool, str, int]:
-    return (bool(spec.requires_triton), backend, int(spec.memory_limit_mb))
-
-
-def _new_worker(key: tuple[bool, str, int]) -> WorkerProcess:
-    w = WorkerProcess(triton=key[0], device=key[1], memory_limit_mb=key[2])
-    w.start()
-    return w
-
-
-def _take_prestarted(key: tuple[bool, str, int]) -> WorkerProcess | None:
-    with _POOL_LOCK:
-        w = _POOL.pop(key, None)
-    if w is not None and not w.alive:
-        w.close()
-        return None
-    return w
-
-
-def prestart(challenge: str | Path, device: str = "auto") -> None:
+def prestart(challenge: LoadedChallenge | Path, device: str = "auto") -> None:
     """Start a worker for ``challenge`` now, so the next ``grade`` of it skips the start-up."""
-    ch = load_challenge(challenge)
-    key = _pool_key(ch.spec, choose_backend(ch.spec, device))
-    with _POOL_LOCK:
-        old = _POOL.get(key)
-        if old is not None and old.alive:
-            return
-        for k in list(_POOL):  # keep at most one warm worker
-            _POOL.pop(k).close()
-        _POOL[key] = _new_worker(key)
-
-
-def shutdown_prestarted() -> None:
-    """Kill every pre-started worker (called at exit)."""
-    with _POOL_LOCK:
-        for k in list(_POOL):
-            _POOL.pop(k).close()
-
-
-atexit.register(shutdown_prestarted)
+    ch = as_challenge(challenge)
+    POOL.warm(key_for(ch.spec, choose_backend(ch.spec, device)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -356,7 +246,7 @@ class _RunAborted(BaseException):
 
 
 class _Runner(_Channel):
-    def __init__(self, ch: Challenge, backend: str, source: str, filename: str,
+    def __init__(self, ch: LoadedChallenge, backend: str, source: str, filename: str,
                  cancel: Callable[[], bool] | None) -> None:
         self.ch = ch
         self.backend = backend
@@ -376,10 +266,8 @@ class _Runner(_Channel):
 
     # -- worker life cycle ---------------------------------------------------------------------
     def spawn(self) -> None:
-        key = _pool_key(self.ch.spec, self.backend)
-        self.worker = _take_prestarted(key) if self.restarts == 0 else None
-        if self.worker is None:
-            self.worker = _new_worker(key)
+        key = key_for(self.ch.spec, self.backend)
+        self.worker = POOL.take(key) if self.restarts == 0 else POOL.start(key)
 
     def collect_output(self) -> None:
         if self.worker is not None:
@@ -619,7 +507,7 @@ def _make_seed() -> int:
 
 
 def grade(
-    challenge: str | Path,
+    challenge: LoadedChallenge | Path,
     submission: Path | str,
     *,
     device: str = "auto",
@@ -627,7 +515,7 @@ def grade(
     progress: ProgressFn | None = None,
     cancel: Any = None,
 ) -> GradeResult:
-    """Grade ``submission`` against ``challenge`` (an id or a folder).
+    """Grade ``submission`` against ``challenge`` (loaded, or its folder).
 
     ``progress(done, total, check_name)`` is called before each check; ``cancel`` is a callable
     returning ``True`` (or an object with ``is_set()``) to stop: the run then ends with verdict
@@ -635,7 +523,7 @@ def grade(
     unknown challenge, a missing file or an unavailable device.
     """
     t0 = time.monotonic()
-    ch = load_challenge(challenge)
+    ch = as_challenge(challenge)
     path = Path(submission)
     if not path.is_file():
         raise GradingUsageError(f"no such file: {path}")
@@ -683,7 +571,7 @@ def grade(
         raise
 
 
-def _grade_with(runner: _Runner, ch: Challenge, source: str, filename: str, backend: str,
+def _grade_with(runner: _Runner, ch: LoadedChallenge, source: str, filename: str, backend: str,
                 run_seed: int, progress: ProgressFn | None, cancel_fn: Callable[[], bool] | None,
                 finish: Callable[..., GradeResult]) -> GradeResult:
     spec = ch.spec

@@ -4,10 +4,11 @@ A long-lived process for the TUI (which must never import torch): it imports tor
 once, keeps a worker pre-started for the challenge in view, and grades on request. Protocol:
 JSON lines on stdin (requests) and stdout (events); see ``client.py`` for the client side.
 
-Requests: ``{"op": "prepare", "challenge": ID}``, ``{"op": "grade", "id": N, "challenge": ID,
-"path": FILE, "device": "auto", "seed": null}``, ``{"op": "cancel"}``, ``{"op": "close"}``.
+Requests: ``{"op": "prepare", "challenge": FOLDER}``, ``{"op": "grade", "id": N, "challenge":
+FOLDER, "path": FILE, "device": "auto", "seed": null}``, ``{"op": "cancel"}``, ``{"op": "close"}``
+(a challenge is sent as its folder, loaded with the content loader's checks).
 Events: ``{"event": "ready"}``, ``{"event": "progress", "id", "done", "total", "check"}``,
-``{"event": "result", "id", "result": {schema-1 object}, "output": str}``,
+``{"event": "result", "id", "result": {schema-1 object}, "stdout": str, "stderr": str}``,
 ``{"event": "cancelled", "id"}``, ``{"event": "error", "id", "message", "usage": bool}``.
 """
 
@@ -38,8 +39,9 @@ class Service:
 
         rid = req.get("id")
         try:
+            challenge = engine.as_challenge(req["challenge"])
             result = engine.grade(
-                req["challenge"], req["path"], device=req.get("device") or "auto",
+                challenge, req["path"], device=req.get("device") or "auto",
                 seed=req.get("seed"),
                 progress=lambda d, t, n: self.emit({"event": "progress", "id": rid, "done": d,
                                                     "total": t, "check": n}),
@@ -59,9 +61,9 @@ class Service:
             self.emit({"event": "cancelled", "id": rid})
         else:
             self.emit({"event": "result", "id": rid, "result": result.to_json(),
-                       "output": (result.stdout + result.stderr)[-65536:]})
+                       "stdout": result.stdout[-65536:], "stderr": result.stderr[-65536:]})
         try:
-            engine.prestart(req["challenge"], req.get("device") or "auto")
+            engine.prestart(challenge, req.get("device") or "auto")
         except Exception:  # noqa: BLE001 - warming up is best effort
             pass
 
@@ -105,9 +107,9 @@ class Service:
         self.cancel.set()
         if self.thread is not None:
             self.thread.join(timeout=10)
-        from inferview.graders import engine
+        from inferview.graders.pool import POOL
 
-        engine.shutdown_prestarted()
+        POOL.shutdown()
 
 
 def main() -> None:

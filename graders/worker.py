@@ -20,6 +20,7 @@ run Python in-process, e.g. Kattis and gpu-mode's kernelbot, which add an outer 
 
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
 import importlib.util
 import inspect
@@ -339,6 +340,11 @@ class Worker:
             self.reader.feed(chunk)
 
     def send(self, rid: str, body: dict[str, Any], encoder: Any = None) -> None:
+        # what the submission printed reaches its file before the reply: the supervisor may
+        # SIGKILL this process right after it, which would lose a block-buffered stdout
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
         enc = encoder or self.codec.Encoder()
         body = dict(body)
         body["id"] = rid

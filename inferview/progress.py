@@ -50,7 +50,8 @@ def schedule_reviews(store: Store, lib: Library, question_ids: list[str], now: d
 
 
 def record_challenge_result(store: Store, lib: Library | None, challenge_id: str, result: dict[str, Any],
-                            source: str, mock_id: int | None = None) -> list[str]:
+                            source: str, mock_id: int | None = None,
+                            now: datetime | None = None) -> list[str]:
     """Save a grading result; when it did not pass, schedule the challenge's linked questions.
 
     Returns the ids of the questions scheduled for review."""
@@ -60,7 +61,7 @@ def record_challenge_result(store: Store, lib: Library | None, challenge_id: str
     ch = lib.challenges.get(challenge_id)
     if ch is None or not ch.spec.questions:
         return []
-    return schedule_reviews(store, lib, list(ch.spec.questions))
+    return schedule_reviews(store, lib, list(ch.spec.questions), now=now)
 
 
 @dataclass(frozen=True)

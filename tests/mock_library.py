@@ -27,8 +27,9 @@ def make_library(with_challenge: bool = True) -> Library:
         id="serve-why-slow", topic="serving", prompt="Why is generation slow?",
         answer="Decoding is sequential: one token at a time, each step reads all the weights.",
         source="test", tags=["seed-worded"], follow_ups=["kv-why"],
-        key_points=[KeyPoint(point="sequential decoding", phrases=["one token at a time", "sequential"]),
-                    KeyPoint(point="memory bound", phrases=["memory bound", "reads all the weights"])])
+        key_points=[KeyPoint(point="sequential decoding",
+                             match=["1 token (a time|time)", "decode @sequential"]),
+                    KeyPoint(point="memory bound", match=["decode @memory-bound", "read (all|every) weight"])])
     for t in TOPICS:
         for n in range(3):
             qid = f"{t}-q{n}" if not (t == "kv-cache" and n == 0) else "kv-why"
@@ -36,8 +37,8 @@ def make_library(with_challenge: bool = True) -> Library:
                 id=qid, topic=t, prompt=f"Explain {t} ({n})?", answer=f"The {t} answer uses the keyword alpha{n}.",
                 source="test", tags=["seed-worded"] if n == 0 else [],
                 follow_ups=[f"{t}-q{n + 1}"] if n < 2 else [],
-                key_points=[KeyPoint(point=f"mentions alpha{n}", phrases=[f"alpha{n}"])],
-                misconceptions=[Misconception(claim="it is approximate", phrases=["is approximate"],
+                key_points=[KeyPoint(point=f"mentions alpha{n}", match=[f"keyword alpha{n}"])],
+                misconceptions=[Misconception(claim="it is approximate", match=[f"{t} @approximate"],
                                               correction="it is exact")])
         lib.questions[f"{t}-c0"] = ChoiceQuestion(
             id=f"{t}-c0", topic=t, prompt=f"Pick for {t}", answer="The first.", source="test",

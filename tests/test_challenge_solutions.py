@@ -46,23 +46,14 @@ def _next_worker_starts_while_this_one_grades():
     """Whenever a grading takes a worker, start the next one at once, as the app's grading
     service keeps one warm: its torch import then runs on another core while this grading runs,
     instead of before the next. It also runs every verdict below through pre-started workers."""
-    from inferview.graders import engine
+    from inferview.graders.pool import POOL
 
-    take = engine._take_prestarted
-
-    def take_and_refill(key):
-        worker = take(key)
-        with engine._POOL_LOCK:
-            if key not in engine._POOL:
-                engine._POOL[key] = engine._new_worker(key)
-        return worker
-
-    engine._take_prestarted = take_and_refill
+    POOL.refill = True
     try:
         yield
     finally:
-        engine._take_prestarted = take
-        engine.shutdown_prestarted()
+        POOL.refill = False
+        POOL.shutdown()
 
 
 def grade_like_cli(capsys: pytest.CaptureFixture, challenge: Path, file: Path) -> tuple[int, dict]:

@@ -55,7 +55,18 @@ def test_cancel_stops_a_hanging_grade_promptly(client: GradingClient) -> None:
 
 
 def test_usage_errors(client: GradingClient, tmp_path: Path) -> None:
-    with pytest.raises(GradingUsageError, match="unknown challenge"):
-        client.grade("no-such-challenge", tmp_path / "x.py")
+    with pytest.raises(GradingUsageError, match="not a challenge folder"):
+        client.grade(tmp_path / "no-such-challenge", tmp_path / "x.py")
     with pytest.raises(GradingUsageError, match="no such file"):
         client.grade(str(DEMO), tmp_path / "missing.py")
+
+
+def test_the_solutions_output_comes_back_as_two_streams(client: GradingClient, tmp_path: Path) -> None:
+    src = (DEMO / "solutions" / "correct" / "mul.py").read_text()
+    f = tmp_path / "noisy.py"
+    f.write_text("import sys\nprint('to stdout')\nprint('to stderr', file=sys.stderr)\n" + src)
+    result = client.grade(str(DEMO), f, seed=3)
+    assert result["verdict"] == "passed"
+    out, err = client.last_streams
+    assert "to stdout" in out and "to stderr" not in out
+    assert "to stderr" in err

@@ -33,9 +33,9 @@ async def test_wrong_solution_graded_by_the_service_shows_check_and_counterexamp
             await pilot.pause(0.1)
         await settle(pilot)
         result = app.screen.last_result
-        assert result is not None and result["verdict"] == "failed", result
-        failing = [c for c in result["checks"] if c["status"] == "failed"]
-        assert any(c["name"].startswith("keys and values for every layer") for c in failing)
+        assert result is not None and result.verdict == "failed", result
+        failing = [c for c in result.checks if c.status == "failed"]
+        assert any(c.name.startswith("keys and values for every layer") for c in failing)
         text = screen_text(app)
         assert "FAILED" in text and "smallest failing input:" in text
     assert app.services.get_store().challenge_status()["kv-cache-size"]["status"] == "failed"

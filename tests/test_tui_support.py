@@ -27,6 +27,7 @@ hints:
   - text: Use the plus operator.
   - text: "`return a + b`"
   - text: Really, `a + b`.
+questions: [kv-why]
 """
 
 STARTER = 'def add(a, b):\n    raise NotImplementedError\n'
@@ -63,12 +64,12 @@ questions:
     follow_ups: [fa-exact]
     key_points:
       - point: keys and values of earlier tokens are cached
-        phrases: [cache the keys and values, stores keys and values, kv cache]
+        match: ["(cache|store|keep) (kv|keys and values)", "(kv|keys and values) (cache|store|keep)"]
       - point: only the new token needs a forward pass
-        phrases: [only the new token, one new token]
+        match: ["(only|just|1) new token", "(compute|forward pass) (new|1) token"]
     misconceptions:
       - claim: the cache stores the queries
-        phrases: [caches the queries, stores the queries]
+        match: ["(cache|store) (query|queries)"]
         correction: Queries are used once; only keys and values are reused.
   - id: kv-choice
     kind: choice

@@ -16,11 +16,11 @@ from textual.message import Message
 
 @dataclass
 class GradingDone(Message):
-    """The grading worker finished: ``result`` is the grading JSON object (CHALLENGES.md)."""
+    """The grading worker finished: ``outcome`` is what ``inferview.submit.submit`` returned
+    (the typed result, the graded source, the linked questions scheduled)."""
 
     challenge_id: str
-    result: dict[str, Any]
-    source: str
+    outcome: Any
 
 
 @dataclass

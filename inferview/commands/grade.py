@@ -13,19 +13,15 @@ from typing import Any
 
 import click
 
-VERDICT_STYLE = {
-    "passed": "bold green", "failed": "bold red", "error": "bold red", "timeout": "bold yellow",
-    "crashed": "bold magenta", "forbidden": "bold magenta",
-}
-STATUS_MARK = {"passed": ("✓", "green"), "failed": ("✗", "red"), "error": ("!", "red"),
-               "skipped": ("-", "dim")}
-
+from inferview.text import plural
 
 def render(result: dict[str, Any], *, file: str = "", output: str = "", err: bool = False,
            challenge_arg: str = "") -> None:
     """Print a result in colour with the same content as the JSON object."""
     from rich.console import Console
     from rich.markup import escape
+
+    from inferview.grading import CHECK_MARK, VERDICT_STYLE
 
     console = Console(stderr=err, highlight=False, soft_wrap=True)
     verdict = result["verdict"]
@@ -36,7 +32,7 @@ def render(result: dict[str, Any], *, file: str = "", output: str = "", err: boo
         f"{result['duration_s']:.1f} s[/dim]"
     )
     for c in result["checks"]:
-        mark, style = STATUS_MARK.get(c["status"], ("?", "bold"))
+        mark, style = CHECK_MARK.get(c["status"], ("?", "bold"))
         console.print(f" [{style}]{mark}[/] {escape(c['name'])} [dim]({c['status']})[/dim]")
         if c.get("message"):
             for line in c["message"].splitlines():
@@ -71,13 +67,14 @@ def command(challenge_id: str, file: Path, as_json: bool, device: str, seed: int
 
     Exit status 0 when every check passed, 1 when not, 2 for a usage error (unknown challenge,
     missing file, no CUDA for --device cuda)."""
-    from inferview.content.loader import find_challenge
+    from inferview.content.loader import UnknownChallenge, find_challenge
+    from inferview.grading import GradingUsageError
 
     # Usage errors first, with the torch-free loader: they answer at once.
     try:
         found = find_challenge(challenge_id)
-    except KeyError as exc:
-        click.echo(f"inferview: {exc.args[0] if exc.args else exc}", err=True)
+    except UnknownChallenge as exc:
+        click.echo(f"inferview: {exc}", err=True)
         sys.exit(2)
     if not file.is_file():
         click.echo(f"inferview: {'not a regular file' if file.exists() else 'no such file'}: {file}",
@@ -87,24 +84,41 @@ def command(challenge_id: str, file: Path, as_json: bool, device: str, seed: int
         click.echo(f"inferview: {file} is still the unmodified starter of {found.spec.id}: "
                    "write your solution in it, then grade it again", err=True)
         sys.exit(1)
-    from inferview.graders.engine import GradingUsageError, grade, load_challenge
+    from inferview.submit import LocalBackend, submit
 
     try:
-        challenge = load_challenge(Path(found.folder))
-        result = grade(challenge.folder, file, device=device, seed=seed)
+        outcome = submit(found, file, LocalBackend(), device=device, seed=seed,
+                         open_store=None if no_record else open_store)
     except GradingUsageError as exc:
         click.echo(f"inferview: {exc}", err=True)
         sys.exit(2)
-    data = result.to_json()
-    if not no_record:
-        _record(data, file)
+    data = outcome.result.to_json()
+    report_outcome(outcome, quiet=as_json, no_record=no_record)
     if as_json:
         sys.stdout.write(json.dumps(data) + "\n")
         sys.stdout.flush()
     else:
-        render(data, file=str(file), output=result.stdout + result.stderr,
-               challenge_arg=challenge_id)
-    sys.exit(0 if result.verdict == "passed" else 1)
+        render(data, file=str(file), output=outcome.result.output(), challenge_arg=challenge_id)
+        if outcome.scheduled:
+            click.echo(f"{plural(len(outcome.scheduled), 'linked question')} scheduled for review: "
+                       + ", ".join(outcome.scheduled))
+    sys.exit(0 if outcome.result.passed else 1)
+
+
+def open_store() -> Any:
+    """The progress store, with its notice (a repaired file...) shown on stderr."""
+    from inferview.store import Store
+
+    store = Store.open()
+    if store.notice:
+        click.echo(store.notice, err=True)
+    return store
+
+
+def report_outcome(outcome: Any, *, quiet: bool = False, no_record: bool = False) -> None:
+    """Say on stderr why a result was not saved (grading itself succeeded)."""
+    if outcome.record_error and not no_record:
+        click.echo(f"inferview: result not saved: {outcome.record_error}", err=True)
 
 
 def _is_unmodified_starter(starter: Path, file: Path) -> bool:
@@ -115,22 +129,3 @@ def _is_unmodified_starter(starter: Path, file: Path) -> bool:
     except OSError:
         return False
     return a == b
-
-
-def _record(data: dict[str, Any], file: Path) -> None:
-    """Save the result in the progress store (skipped quietly if the store is unavailable)."""
-    try:
-        from inferview.store import Store
-    except ImportError:
-        return
-    try:
-        store = Store.open()
-        if store.notice:
-            click.echo(store.notice, err=True)
-        try:
-            source = file.read_text(encoding="utf-8", errors="replace")
-            store.record_submission(data["challenge"], data, source)
-        finally:
-            store.close()
-    except Exception as exc:  # noqa: BLE001 - grading already succeeded; say why it was not saved
-        click.echo(f"inferview: result not saved: {exc}", err=True)

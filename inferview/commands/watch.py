@@ -23,13 +23,16 @@ def command(challenge_id: str, file: Path | None, device: str, seed: int | None,
 
     Ctrl+C stops.
     """
-    from inferview.commands.grade import _is_unmodified_starter, _record, render
-    from inferview.graders.engine import GradingUsageError, grade, load_challenge
+    from inferview.commands.grade import _is_unmodified_starter, open_store, render, report_outcome
+    from inferview.content.loader import UnknownChallenge, find_challenge
+    from inferview.grading import GradingUsageError
     from inferview.paths import workspace_dir
+    from inferview.submit import LocalBackend, submit
+    from inferview.text import plural
 
     try:
-        ch = load_challenge(challenge_id)
-    except GradingUsageError as exc:
+        ch = find_challenge(challenge_id)
+    except UnknownChallenge as exc:
         click.echo(f"inferview: {exc}", err=True)
         sys.exit(2)
     path = file if file is not None else workspace_dir() / ch.id / "solution.py"
@@ -38,6 +41,7 @@ def command(challenge_id: str, file: Path | None, device: str, seed: int | None,
                    f"{challenge_id})", err=True)
         sys.exit(2)
     path = path.resolve()
+    backend = LocalBackend()
 
     def run_once() -> None:
         click.clear()
@@ -48,15 +52,17 @@ def command(challenge_id: str, file: Path | None, device: str, seed: int | None,
             return
         click.echo(f"grading {path} ...")
         try:
-            result = grade(ch.folder, path, device=device, seed=seed)
+            outcome = submit(ch, path, backend, device=device, seed=seed, open_store=open_store)
         except GradingUsageError as exc:
             click.echo(f"inferview: {exc}", err=True)
             return
-        data = result.to_json()
-        _record(data, path)
         click.clear()
-        render(data, file=str(path), output=result.stdout + result.stderr,
+        render(outcome.result.to_json(), file=str(path), output=outcome.result.output(),
                challenge_arg=challenge_id)
+        report_outcome(outcome)
+        if outcome.scheduled:
+            click.echo(f"{plural(len(outcome.scheduled), 'linked question')} scheduled for review: "
+                       + ", ".join(outcome.scheduled))
         click.echo(f"\nwatching {path.name} for changes (Ctrl+C to stop)")
 
     from watchfiles import watch
@@ -64,10 +70,18 @@ def command(challenge_id: str, file: Path | None, device: str, seed: int | None,
     try:
         run_once()
         last = path.stat().st_mtime_ns
+        gone = False
         for changes in watch(path.parent, debounce=debounce_ms, step=50, raise_interrupt=True,
                              watch_filter=lambda _c, p: Path(p).resolve() == path):
-            if not changes or not path.exists():
+            if not changes:
                 continue
+            if not path.exists():
+                if not gone:
+                    click.echo(f"\n{path} was deleted or moved; waiting for it to come back "
+                               "(Ctrl+C to stop)")
+                gone = True
+                continue
+            gone = False
             mtime = path.stat().st_mtime_ns
             if mtime == last:
                 continue

@@ -19,7 +19,7 @@ from typing import Any
 
 from inferview.tui.messages import GradingDone, GradingError, GradingProgress, SolutionChangedOnDisk
 from inferview.tui.widgets.editor import PythonEditor
-from inferview.tui.widgets.results import VERDICT_STYLE, ResultsPanel
+from inferview.tui.widgets.results import ResultsPanel, summary
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult, SuspendNotSupported
@@ -31,6 +31,8 @@ from textual.widgets import Footer, Header, Markdown, Static, TabbedContent, Tab
 from textual.worker import get_current_worker
 
 from inferview import paths
+from inferview.grading import VERDICT_STYLE, GradeResult
+from inferview.submit import Outcome
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 POLL_S = 1.0
@@ -57,8 +59,9 @@ def _stamp(path: Path) -> tuple[int, int] | None:
     return (st.st_mtime_ns, st.st_size)
 
 
-class ChallengeScreen(Screen[None]):
-    """Write, grade and fix one challenge."""
+class ChallengeScreen(Screen["Outcome | None"]):
+    """Write, grade and fix one challenge. Leaving it returns (``dismiss``) the outcome of the
+    last grading made on it, or None, to whoever opened it (the mock interview)."""
 
     BINDINGS = [
         # Not priority: these keys must queue behind the characters typed just before them in
@@ -87,8 +90,6 @@ class ChallengeScreen(Screen[None]):
         """In a mock interview: seconds left on the interview's clock, shown in the title."""
         """Set inside a mock interview: hints and the reference solution are off, and submissions
         are recorded against the session."""
-        self.grade_target = challenge_id
-        """What the grading client is given: the id, or the folder of a challenge outside the library."""
         self.file_override = file
         self.path: Path = Path()
         self.grading = False
@@ -99,7 +100,8 @@ class ChallengeScreen(Screen[None]):
         self._grading_ended = float("-inf")
         self._spin = 0
         self._hints_shown = 0
-        self._graded_source = ""
+        self.outcome: Outcome | None = None
+        """The last grading made on this screen."""
         self._progress: tuple[str, str] = ("", "")
         """While grading: where it is ("check 2/5") and the name of the check running."""
 
@@ -129,7 +131,6 @@ class ChallengeScreen(Screen[None]):
             from inferview.content.loader import find_challenge
 
             self.challenge = find_challenge(self.challenge_id, services.get_library())
-            self.grade_target = str(self.challenge.folder)
         spec = self.challenge.spec
         self.challenge_id = spec.id
         self.title = spec.title
@@ -143,11 +144,18 @@ class ChallengeScreen(Screen[None]):
         self._hints_shown = min(int(store.get_setting(f"hints_shown:{spec.id}", 0) or 0), len(spec.hints))
         self._show_hints()
         self._load_from_disk()
-        last = store.submissions(spec.id, limit=1 if self.mock_id is None else 50)
-        if self.mock_id is not None:
-            last = [sub for sub in last if sub.get("mock_id") == self.mock_id][:1]
-        if last:
-            self.query_one(ResultsPanel).result = last[0]["result"]
+        panel = self.query_one(ResultsPanel)
+        panel.show_hints = self.mock_id is None
+        # a result belongs to the content it graded: only the last grading of this very source
+        for sub in store.submissions(spec.id, limit=50):
+            if self.mock_id is not None and sub.get("mock_id") != self.mock_id:
+                continue
+            if sub.get("source", "").replace("\r\n", "\n") == self._saved_text.replace("\r\n", "\n"):
+                try:
+                    panel.result = GradeResult.from_json(sub["result"])
+                except ValueError:
+                    pass
+            break
         self._update_bar()
         self.set_interval(POLL_S, self._poll_disk, name="watch solution file")
         self.query_one("#editor", TextArea).focus()
@@ -159,7 +167,7 @@ class ChallengeScreen(Screen[None]):
         client = self.app.services.get_grader()
         prepare = getattr(client, "prepare", None)
         if prepare is not None:
-            prepare(self.grade_target)
+            prepare(self.challenge.folder)
 
     # ------------------------------------------------------------------ the file on disk
 
@@ -262,7 +270,6 @@ class ChallengeScreen(Screen[None]):
         if not self.save():
             return
         self.grading = True
-        self._graded_source = self._saved_text
         self._grade_started = time.monotonic()
         self._progress = ("starting", "")
         self._spin_timer = self.set_interval(0.1, self._update_bar, name="grading spinner")
@@ -272,21 +279,34 @@ class ChallengeScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="grading")
     def _grade(self, path: Path) -> None:
-        """Grade in a thread: the client talks to the grading service; the reply is a message."""
+        """Grade in a thread through the one grading path (``inferview.submit``) and the app's
+        grading service; the outcome comes back as a message."""
+        from inferview.grading import GradingUsageError
+        from inferview.submit import GradingCancelled, ServiceBackend, submit
+
         worker = get_current_worker()
+        services = self.app.services
 
         def progress(done: int, total: int, check: str) -> None:
             if not worker.is_cancelled:
                 self.post_message(GradingProgress(self.challenge_id, done, total, check))
 
         try:
-            result = self.app.services.get_grader().grade(self.grade_target, path, on_progress=progress)
+            outcome = submit(self.challenge, path, ServiceBackend(services.get_grader()),
+                             store=services.get_store(), library=services.get_library(),
+                             progress=progress, mock_id=self.mock_id, now=services.now())
+        except GradingCancelled:
+            return
+        except GradingUsageError as exc:
+            if not worker.is_cancelled:
+                self.post_message(GradingError(self.challenge_id, str(exc)))
+            return
         except Exception as exc:  # noqa: BLE001 - the service's failure is shown, never raised
             if not worker.is_cancelled:
-                self.post_message(GradingError(self.challenge_id, f"{type(exc).__name__}: {exc}"))
+                self.post_message(GradingError(self.challenge_id, str(exc) or type(exc).__name__))
             return
         if not worker.is_cancelled:
-            self.post_message(GradingDone(self.challenge_id, result, self._graded_source))
+            self.post_message(GradingDone(self.challenge_id, outcome))
 
     def on_grading_progress(self, message: GradingProgress) -> None:
         if self.grading:
@@ -308,18 +328,18 @@ class ChallengeScreen(Screen[None]):
 
     def on_grading_done(self, message: GradingDone) -> None:
         self._end_grading()
-        from inferview.progress import record_challenge_result
-
-        services = self.app.services
-        scheduled = record_challenge_result(services.get_store(), services.get_library(), self.challenge_id,
-                                            message.result, message.source, mock_id=self.mock_id)
-        if scheduled:
-            self.notify(f"{len(scheduled)} linked question{'s' if len(scheduled) != 1 else ''} "
-                        "scheduled for review.", timeout=6)
-        self.query_one(ResultsPanel).result = message.result
+        outcome = self.outcome = message.outcome
+        result = outcome.result
+        if outcome.record_error:
+            self.notify(f"Result not saved: {outcome.record_error}", severity="error", timeout=10)
+        self.query_one(ResultsPanel).result = result
         self.query_one("#left", TabbedContent).active = "results"
-        verdict = str(message.result.get("verdict", "error"))
-        self.notify(f"{verdict}", title=self.challenge.spec.title,
+        verdict = result.verdict.value
+        extra = ""
+        if outcome.scheduled and self.mock_id is None:
+            n = len(outcome.scheduled)
+            extra = f"; {n} linked question{'s' if n != 1 else ''} suggested for practice"
+        self.notify(f"{verdict}{extra}", title=self.challenge.spec.title,
                     severity="information" if verdict == "passed" else "warning")
         self._update_bar()
 
@@ -475,10 +495,10 @@ class ChallengeScreen(Screen[None]):
                         severity="warning")
             self._poll_disk()
             return
-        self.app.pop_screen()
+        self.dismiss(self.outcome)
 
     @property
-    def last_result(self) -> dict[str, Any] | None:
+    def last_result(self) -> GradeResult | None:
         """The result shown in the results panel."""
         return self.query_one(ResultsPanel).result
 
@@ -500,23 +520,18 @@ def grading_line(spinner: str, elapsed: float, where: str, check: str, width: in
     return head + tail
 
 
-def result_line(result: dict[str, Any], width: int) -> Text:
-    """The status line after grading, fitted to ``width``: the verdict, checks passed of the total
-    and the time always show; backend and seed follow when there is room."""
-    verdict = str(result.get("verdict", "error"))
+def result_line(result: GradeResult, width: int) -> Text:
+    """The status line after grading, fitted to ``width``: the verdict, what the checks did
+    ("10 passed, 2 need a CUDA GPU") and the time always show; backend and seed follow when there
+    is room."""
+    verdict = result.verdict.value
     text = Text(verdict.upper(), style=VERDICT_STYLE.get(verdict, "bold"))
-    checks = result.get("checks") or []
-    if checks:
-        passed = sum(1 for c in checks if c.get("status") == "passed")
-        text.append(f"  {passed}/{len(checks)} checks passed", style="bold")
-    if result.get("duration_s") is not None:
-        text.append(f" · {float(result['duration_s']):.1f} s")
-    for extra in (str(result.get("backend") or ""),
-                  f"seed {result['seed']}" if result.get("seed") is not None else ""):
+    if result.checks:
+        text.append(f"  {summary(result)}", style="bold")
+    text.append(f" · {result.duration_s:.1f} s")
+    for extra in (result.backend, f"seed {result.seed}"):
         if extra and text.cell_len + 3 + len(extra) <= width:
             text.append(f" · {extra}", style="dim")
-    if not checks and result.get("message") and text.cell_len + 5 < width:
-        text.append(" · " + _fit(" ".join(str(result["message"]).split()), width - text.cell_len - 3), style="dim")
     return text
 
 

@@ -530,27 +530,22 @@ class MockScreen(Screen[None]):
             path.write_text(ch.starter_text() if ch else "", encoding="utf-8")
         self._challenge_open = (item.ref, path)
         self.app.push_screen(ChallengeScreen(item.ref, file=path, mock_id=self.mock_id,
-                                             time_left=self.session.remaining_s))
+                                             time_left=self.session.remaining_s),
+                             self._challenge_closed)
 
-    def on_screen_resume(self) -> None:
-        """Back from the editor: keep the latest grading of this session and redraw."""
+    def _challenge_closed(self, outcome: Any) -> None:
+        """Back from the editor, with the outcome of its last grading (or None): keep it, redraw."""
         opened, self._challenge_open = self._challenge_open, None
         item = self.session.current if self.session is not None else None
-        if opened is not None and item is not None and item.kind == "challenge":
-            self._collect_challenge(*opened)
-            self._show_item()
-
-    def _collect_challenge(self, challenge_id: str, path: Path) -> None:
-        """The latest grading of this challenge made during this session, and the file's source."""
-        store = self.app.services.get_store()
-        for sub in store.submissions(challenge_id, limit=50):
-            if sub.get("mock_id") == self.mock_id:
-                self._challenge_result = sub["result"]
-                break
+        if opened is None or item is None or item.kind != "challenge":
+            return
+        if outcome is not None:
+            self._challenge_result = outcome.result.to_json()
         try:
-            self._challenge_source = path.read_text(encoding="utf-8")
+            self._challenge_source = opened[1].read_text(encoding="utf-8")
         except OSError:
             self._challenge_source = ""
+        self._show_item()
 
     # ------------------------------------------------------------------ the end
 

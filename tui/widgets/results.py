@@ -1,8 +1,7 @@
 """A grading result, check by check: status, message, the minimal counterexample and its hint.
 
-Takes the grading JSON object of CHALLENGES.md (``verdict``, ``backend``, ``seed``,
-``duration_s``, ``checks``) through its ``result`` attribute; used by the challenge screen and the
-mock interview's report.
+Takes an ``inferview.grading.GradeResult`` through its ``result`` attribute; used by the challenge
+screen and the mock interview's report.
 """
 
 from __future__ import annotations
@@ -16,59 +15,53 @@ from textual.containers import VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import Static
 
-VERDICT_STYLE = {
-    "passed": "bold green",
-    "failed": "bold red",
-    "error": "bold red",
-    "timeout": "bold yellow",
-    "crashed": "bold magenta",
-    "forbidden": "bold magenta",
-}
-CHECK_MARK = {"passed": ("✓", "green"), "failed": ("✗", "red"), "error": ("!", "red"), "skipped": ("–", "dim")}
+from inferview.grading import CHECK_MARK, VERDICT_EXPLAINED, VERDICT_STYLE, CheckResult, GradeResult
 
-VERDICT_EXPLAINED = {
-    "passed": "every check passed",
-    "failed": "a check found a wrong result",
-    "error": "the file could not be loaded, or it raised",
-    "timeout": "the run took too long (an infinite loop?)",
-    "crashed": "the worker process died (segfault or out of memory)",
-    "forbidden": "the submission used an API this challenge forbids",
-}
+__all__ = ["ResultsPanel", "check_renderable", "summary", "verdict_text"]
 
 
-def verdict_text(result: dict[str, Any]) -> Text:
+def verdict_text(result: GradeResult) -> Text:
     """One line: verdict, backend, duration and seed."""
-    verdict = str(result.get("verdict", "error"))
+    verdict = result.verdict.value
     text = Text(verdict.upper(), style=VERDICT_STYLE.get(verdict, "bold"))
-    details = []
-    if result.get("backend"):
-        details.append(str(result["backend"]))
-    if result.get("duration_s") is not None:
-        details.append(f"{float(result['duration_s']):.1f} s")
-    if result.get("seed") is not None:
-        details.append(f"seed {result['seed']}")
-    if details:
-        text.append("  " + " · ".join(details), style="dim")
+    details = [result.backend, f"{result.duration_s:.1f} s", f"seed {result.seed}"]
+    text.append("  " + " · ".join(details), style="dim")
     return text
 
 
-def check_renderable(check: dict[str, Any]) -> Group:
+def summary(result: GradeResult) -> str:
+    """"10 passed, 2 need a CUDA GPU", "3 passed, 1 failed, 2 not run"."""
+    counts = result.counts()
+    cuda = sum(1 for c in result.checks if c.status.value == "skipped" and "CUDA" in c.message)
+    parts = [f"{counts['passed']} passed"]
+    if counts["failed"]:
+        parts.append(f"{counts['failed']} failed")
+    if counts["error"]:
+        parts.append(f"{counts['error']} with an error")
+    if cuda:
+        parts.append(f"{cuda} need{'s' if cuda == 1 else ''} a CUDA GPU")
+    if counts["skipped"] - cuda:
+        parts.append(f"{counts['skipped'] - cuda} not run")
+    return ", ".join(parts)
+
+
+def check_renderable(check: CheckResult, show_hint: bool = True) -> Group:
     """One check: a status line, then (when it did not pass) message, counterexample and hint."""
-    status = str(check.get("status", "error"))
+    status = check.status.value
     mark, style = CHECK_MARK.get(status, ("?", "yellow"))
     parts: list[Any] = []
     head = Text(f"{mark} ", style=style)
-    head.append(str(check.get("name", "")), style="bold" if status != "passed" else "")
+    head.append(check.name, style="bold" if status != "passed" else "")
     parts.append(head)
     if status != "passed":
-        if check.get("message"):
-            parts.append(Text(str(check["message"]), style="default"))
-        if check.get("counterexample"):
+        if check.message:
+            parts.append(Text(check.message, style="default"))
+        if check.counterexample:
             parts.append(Text("smallest failing input:", style="italic dim"))
-            parts.append(Text(str(check["counterexample"]), style="cyan"))
-        if check.get("hint"):
+            parts.append(Text(check.counterexample, style="cyan"))
+        if check.hint and show_hint:
             hint = Text("hint: ", style="bold yellow")
-            hint.append(str(check["hint"]), style="yellow")
+            hint.append(check.hint, style="yellow")
             parts.append(hint)
     return Group(*parts)
 
@@ -95,32 +88,33 @@ class ResultsPanel(VerticalScroll):
     }
     """
 
-    result: reactive[dict[str, Any] | None] = reactive(None, always_update=True, init=False)
+    result: reactive[GradeResult | None] = reactive(None, always_update=True, init=False)
     """The grading result to show (``None``: nothing graded yet)."""
+    show_hints: bool = True
+    """Off in a mock interview: an interviewer gives no hints."""
 
     def compose(self) -> ComposeResult:
         yield Static("Not graded yet: ctrl+r runs the tests.", classes="empty")
 
-    def watch_result(self, result: dict[str, Any] | None) -> None:
+    def watch_result(self, result: GradeResult | None) -> None:
         self.remove_children()
         if result is None:
             self.mount(Static("Not graded yet: ctrl+r runs the tests.", classes="empty"))
             return
-        verdict = str(result.get("verdict", "error"))
-        head = verdict_text(result)
+        verdict = result.verdict.value
+        line2 = Text(summary(result), style="dim")
         explained = VERDICT_EXPLAINED.get(verdict)
-        checks = list(result.get("checks") or [])
-        passed = sum(1 for c in checks if c.get("status") == "passed")
-        line2 = Text(f"{passed}/{len(checks)} checks passed", style="dim")
         if explained and verdict != "passed":
-            line2 = Text(explained, style="dim")
-            line2.append(f" · {passed}/{len(checks)} checks passed", style="dim")
-        widgets = [Static(Group(head, line2), classes="verdict")]
-        if result.get("message"):
-            widgets.append(Static(Text(str(result["message"])), classes="check"))
+            line2 = Text(f"{explained} · {summary(result)}", style="dim")
+        widgets = [Static(Group(verdict_text(result), line2), classes="verdict")]
         # failing checks first: they are what the user needs to read
-        order = sorted(checks, key=lambda c: c.get("status") == "passed")
-        widgets += [Static(check_renderable(c), classes="check passed" if c.get("status") == "passed" else "check")
+        order = sorted(result.checks, key=lambda c: c.status.value == "passed")
+        widgets += [Static(check_renderable(c, self.show_hints),
+                           classes="check passed" if c.status.value == "passed" else "check")
                     for c in order]
+        output = result.output(limit=2000)
+        if output:
+            widgets.append(Static(Group(Text("What the solution printed:", style="italic dim"),
+                                        Text(output, style="dim")), classes="check"))
         self.mount_all(widgets)
         self.scroll_home(animate=False)

@@ -1,0 +1,81 @@
+"""Warm workers: a worker started before it is needed, so a grade does not wait for torch.
+
+A worker is keyed by what its start-up depends on: whether it loads Triton, the device, and the
+memory limit. The pool keeps at most one warm worker (a warm worker holds a torch import's worth of
+memory). With ``refill`` on, taking the warm worker starts the next one at once, so the next grade
+of the same kind finds one ready: the grading service and the meta-test work that way.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+from typing import Any
+
+from inferview.graders.process import WorkerProcess
+
+Key = tuple[bool, str, int]
+"""(loads Triton, device, memory limit in MB)."""
+
+
+def key_for(spec: Any, backend: str) -> Key:
+    """The pool key of a challenge spec graded on ``backend``."""
+    return (bool(spec.requires_triton), backend, int(spec.memory_limit_mb))
+
+
+class WorkerPool:
+    """At most one warm worker, handed out once."""
+
+    def __init__(self, refill: bool = False) -> None:
+        self.refill = refill
+        """Start the next warm worker as soon as one is taken."""
+        self._warm: dict[Key, WorkerProcess] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def start(key: Key) -> WorkerProcess:
+        """A new worker for ``key``, started (it boots in the background)."""
+        w = WorkerProcess(triton=key[0], device=key[1], memory_limit_mb=key[2])
+        w.start()
+        return w
+
+    def take(self, key: Key) -> WorkerProcess:
+        """The warm worker for ``key`` if there is a live one, else a new one."""
+        with self._lock:
+            w = self._warm.pop(key, None)
+        if w is not None and not w.alive:
+            w.close()
+            w = None
+        if w is None:
+            w = self.start(key)
+        if self.refill:
+            self.warm(key)
+        return w
+
+    def warm(self, key: Key) -> None:
+        """Have a warm worker for ``key`` (replacing one of another key)."""
+        with self._lock:
+            old = self._warm.get(key)
+            if old is not None and old.alive:
+                return
+            for k in list(self._warm):
+                self._warm.pop(k).close()
+            self._warm[key] = self.start(key)
+
+    def has_warm(self, key: Key) -> bool:
+        with self._lock:
+            w = self._warm.get(key)
+        return w is not None and w.alive
+
+    def shutdown(self) -> None:
+        """Stop every warm worker."""
+        with self._lock:
+            workers = list(self._warm.values())
+            self._warm.clear()
+        for w in workers:
+            w.close()
+
+
+POOL = WorkerPool()
+"""This process's pool."""
+atexit.register(POOL.shutdown)

@@ -7,36 +7,53 @@ at a raw buffer holding the bytes of the storage span they view, so non-contiguo
 views. ``torch.Generator`` travels as its state, ``torch.dtype``/``torch.device`` by name.
 
 This file is loaded by the worker *by path* (the worker never imports ``inferview``), so it imports
-only the standard library and torch.
+only the standard library and torch (on first use).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 import struct
 from typing import Any
 
-import torch
-
 MAGIC = b"IVG1"
 MAX_HEADER = 64 << 20
 MAX_BUFFER = 4 << 30
 MAX_BUFFERS = 4096
 
-_DTYPES: dict[str, torch.dtype] = {
-    str(d).replace("torch.", ""): d
-    for d in (
-        torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.complex64,
-        torch.complex128, torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8,
-        torch.bool,
-    )
-}
-for _name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "uint16",
-              "uint32", "uint64"):
-    if hasattr(torch, _name):
-        _DTYPES[_name] = getattr(torch, _name)
+
+class _Torch:
+    """torch, imported on first use: framing needs none, so the supervisor can start a worker
+    (whose torch import is the slow part of a grading) before paying for its own import."""
+
+    def __getattr__(self, name: str) -> Any:
+        import torch as real
+
+        globals()["torch"] = real
+        return getattr(real, name)
+
+
+torch: Any = _Torch()
+
+
+@functools.lru_cache(maxsize=1)
+def _dtypes() -> dict[str, Any]:
+    out = {
+        str(d).replace("torch.", ""): d
+        for d in (
+            torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.complex64,
+            torch.complex128, torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8,
+            torch.bool,
+        )
+    }
+    for name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "uint16",
+                 "uint32", "uint64"):
+        if hasattr(torch, name):
+            out[name] = getattr(torch, name)
+    return out
 
 
 class CodecError(ValueError):
@@ -170,7 +187,7 @@ class Decoder:
         return self.buffers[idx]
 
     def tensor(self, d: dict[str, Any]) -> torch.Tensor:
-        dtype = _DTYPES.get(d.get("dtype"))  # type: ignore[arg-type]
+        dtype = _dtypes().get(d.get("dtype"))  # type: ignore[arg-type]
         if dtype is None:
             raise CodecError(f"unknown dtype {d.get('dtype')!r}")
         shape, stride, offset = d.get("shape"), d.get("stride"), d.get("offset", 0)
@@ -233,7 +250,7 @@ class Decoder:
                 out[key] = self.value(pair[1], depth + 1)
             return out
         if "__dtype" in v:
-            dt = _DTYPES.get(v["__dtype"])
+            dt = _dtypes().get(v["__dtype"])
             if dt is None:
                 raise CodecError(f"unknown dtype {v['__dtype']!r}")
             return dt

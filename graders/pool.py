@@ -9,6 +9,7 @@ of the same kind finds one ready: the grading service and the meta-test work tha
 from __future__ import annotations
 
 import atexit
+import os
 import threading
 from typing import Any
 
@@ -21,6 +22,17 @@ Key = tuple[bool, str, int]
 def key_for(spec: Any, backend: str) -> Key:
     """The pool key of a challenge spec graded on ``backend``."""
     return (bool(spec.requires_triton), backend, int(spec.memory_limit_mb))
+
+
+def guess_backend(spec: Any, device: str) -> str:
+    """The backend a grading will most likely use, without importing torch: ``cuda`` when asked
+    for, or when the challenge may use it and an NVIDIA device node exists. Only a guess, to start
+    the right worker early; the engine decides with torch."""
+    if device in ("cpu", "cuda"):
+        return device
+    if spec.device == "cpu":
+        return "cpu"
+    return "cuda" if any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/nvidia0")) else "cpu"
 
 
 class WorkerPool:

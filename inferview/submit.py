@@ -56,6 +56,10 @@ class LocalBackend:
     def grade(self, challenge: LoadedChallenge, file: Path, *, device: str = "auto",
               seed: int | None = None, progress: ProgressFn | None = None,
               cancel: Callable[[], bool] | None = None) -> GradeResult:
+        from inferview.graders.pool import POOL, guess_backend, key_for
+
+        # start the worker first: its torch import then runs beside this process's own
+        POOL.warm(key_for(challenge.spec, guess_backend(challenge.spec, device)))
         from inferview.graders import engine
 
         result = engine.grade(challenge, file, device=device, seed=seed, progress=progress,

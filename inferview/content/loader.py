@@ -9,6 +9,7 @@ validated one by one, so a single bad question does not take its whole bank down
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +19,7 @@ import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from inferview import paths
-from inferview.content.models import Bank, ChallengeSpec, Misconception, Question, Topic
+from inferview.content.models import SLUG, Bank, ChallengeSpec, Misconception, Question, Topic
 
 _QUESTION = TypeAdapter(Question)
 
@@ -376,6 +377,15 @@ def find_challenge(id_or_folder: str, library: Library | None = None) -> LoadedC
         if ch is None:
             raise UnknownChallenge("; ".join(str(e) for e in errors))
         return ch
+    if library is None and re.fullmatch(SLUG, id_or_folder):
+        # one challenge by id: read its folder, not the whole library
+        for root, builtin in ((paths.builtin_challenges_dir(), True), (paths.user_challenges_dir(), False)):
+            folder = root / id_or_folder
+            if (folder / "challenge.yaml").is_file():
+                ch, errors = load_challenge_folder(folder, builtin)
+                if ch is None:
+                    raise UnknownChallenge(f"challenge {id_or_folder!r} is invalid: {errors[0]}")
+                return ch
     lib = library or load_library()
     if id_or_folder in lib.challenges:
         return lib.challenges[id_or_folder]

@@ -43,7 +43,6 @@ __all__ = [
     "decode_step_flops",
     "dtype_bits",
     "head_dim",
-    "human_bytes",
     "is_mla",
     "kv_bytes_per_token",
     "kv_cache_bytes",
@@ -554,16 +553,3 @@ def _ceil_div(a: int, b: int) -> int:
 def bytes_to_fit(values: int, dtype: str) -> int:
     """Bytes for ``values`` values at ``dtype``, rounded up."""
     return _ceil_div(values * dtype_bits(dtype), 8)
-
-
-def human_bytes(n: float) -> str:
-    """``n`` bytes in binary units with 3 significant digits, e.g. ``40.0 GiB``."""
-    if n < 1024:
-        return f"{n:g} B"
-    units = ["KiB", "MiB", "GiB", "TiB", "PiB"]
-    v = float(n)
-    for u in units:
-        v /= 1024
-        if v < 1024 or u == units[-1]:
-            return f"{v:.3g} {u}" if v < 100 else f"{v:.4g} {u}"
-    return f"{n} B"

@@ -97,10 +97,10 @@ def test_errors_are_one_line(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"num_hidden_layers": ')
     r = run("calc", "kv", "--config", str(bad), "--seq-len", "5")
-    assert r.exit_code == 1 and "not valid JSON" in r.output
+    assert r.exit_code == 2 and "not valid JSON" in r.output  # a broken input file: a usage error
     bad.write_text('{"hidden_size": 4}')
     r = run("calc", "kv", "--config", str(bad), "--seq-len", "5")
-    assert r.exit_code == 1 and "missing 'num_hidden_layers'" in r.output
+    assert r.exit_code == 2 and "missing 'num_hidden_layers'" in r.output
     r = run("calc", "kv", "--config", str(tmp_path / "none.json"), "--seq-len", "5")
     assert r.exit_code == 2 and "not found" in r.output  # a missing input file is a usage error
 
@@ -120,7 +120,7 @@ def _one_clean_error(r, code: int, says: str) -> None:
     assert "Traceback" not in r.output and not isinstance(r.exception, (TypeError, OverflowError))
 
 
-def test_malformed_configs_give_one_line_and_exit_1(tmp_path):
+def test_malformed_configs_give_one_line_and_exit_2(tmp_path):
     base = {"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 8, "vocab_size": 10,
             "intermediate_size": 4}
     cases = [
@@ -143,15 +143,17 @@ def test_malformed_configs_give_one_line_and_exit_1(tmp_path):
         p = tmp_path / f"c{i}.json"
         p.write_text(json.dumps(config))
         _one_clean_error(run("calc", "kv", "--config", str(p), "--seq-len", "16", "--gpu", "h100"),
-                         1, says)
+                         2, says)
     p = tmp_path / "list.json"
     p.write_text("[1, 2]")
-    _one_clean_error(run("calc", "kv", "--config", str(p), "--seq-len", "16"), 1, "JSON object")
+    _one_clean_error(run("calc", "kv", "--config", str(p), "--seq-len", "16"), 2, "JSON object")
 
 
 def test_bad_numbers_and_names_give_usage_errors():
     _one_clean_error(run("calc", "kv", "--model", "llama-3-8b", "--seq-len", "-5"), 2, "at least 1")
-    _one_clean_error(run("calc", "kv", "--model", "llama-3-8b", "--seq-len", "1.5k"), 2,
+    assert run("calc", "kv", "--model", "llama-3-8b", "--seq-len", "1.5k").exit_code == 0  # 1,536
+    assert run("calc", "kv", "--model", "llama-3-8b", "--seq-len", "1M").exit_code == 0
+    _one_clean_error(run("calc", "kv", "--model", "llama-3-8b", "--seq-len", "1.3"), 2,
                      "not a whole number")
     _one_clean_error(run("calc", "kv", "--model", "llama-3-8b", "--seq-len", "8k", "--batch", "-1"),
                      2, "--batch")
@@ -171,3 +173,20 @@ def test_per_token_cost_past_the_window():
     assert "past the window a token costs 36 KiB/token (18 full-attention layers)" in out
     out = run("calc", "kv", "--model", "mistral-7b", "--seq-len", "4096").output
     assert "past the window a token costs nothing more" in out
+
+
+def test_the_cli_and_the_app_read_a_multimodal_config_alike(tmp_path):
+    from inferview.tui.calculation import CalcInputs, calculate
+
+    inner = {"num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2,
+             "hidden_size": 256, "vocab_size": 1000, "intermediate_size": 512,
+             "max_position_embeddings": 4096}
+    p = tmp_path / "config.json"
+    # top-level keys of the wrapper must not leak into the language model's config
+    p.write_text(json.dumps({"model_type": "mm", "max_position_embeddings": 99, "text_config": inner}))
+    r = run("calc", "kv", "--config", str(p), "--seq-len", "1k", "--json")
+    assert r.exit_code == 0, r.output
+    cli = json.loads(r.output)
+    app = calculate(CalcInputs(model="", config_path=str(p), context=1024))
+    assert cli["kv_cache_bytes"] == app.kv_cache == 4 * 2 * 2 * 32 * 2 * 1024
+    assert app.context_limit == 4096  # the language model's own limit, not the wrapper's

@@ -8,6 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
+from inferview.tests.test_tui_support import WRONG as WRONG_SUM
+from inferview.tests.test_tui_support import (  # noqa: F401
+    FakeGradingClient,
+    app_factory_fixture,
+    settle,
+)
+from inferview.tui.app import InitialChallenge
 
 from inferview.cli import main as cli_main
 from inferview.content.loader import find_challenge, load_library
@@ -100,14 +107,6 @@ def test_grade_command_shows_both_output_streams(capsys, tmp_path: Path) -> None
 
 
 # ------------------------------------------------------------------------------- the app
-
-from inferview.tests.test_tui_support import (  # noqa: E402, F401
-    WRONG as WRONG_SUM,
-    FakeGradingClient,
-    app_factory_fixture,
-    settle,
-)
-from inferview.tui.app import InitialChallenge  # noqa: E402
 
 
 async def test_ctrl_r_goes_through_submit_and_schedules_linked_questions(app_factory) -> None:

@@ -9,8 +9,10 @@ import pytest
 from inferview.reference import estimators as est
 from inferview.reference import presets
 from inferview.tests.test_tui_support import app_factory_fixture, screen_text  # noqa: F401
-from inferview.tui.calculation import CalcInputs, calculate, parse_count
+from inferview.tui.calculation import CalcInputs, calculate
 from inferview.tui.screens.calculator import CalculatorScreen
+
+from inferview.model_config import parse_count
 
 
 async def _set(pilot, selector: str, value: str) -> None:
@@ -67,7 +69,7 @@ async def test_calculator_reads_a_config_json_and_explains_bad_input(app_factory
         assert screen.result is None and "batch: 'two' is not a whole number" in screen.error
         await _set(pilot, "#calc-batch", "1")
         await _set(pilot, "#calc-config", str(tmp_path / "missing.json"))
-        assert screen.result is None and "cannot read" in screen.error
+        assert screen.result is None and "not found" in screen.error
 
 
 def test_parse_count_reads_binary_suffixes() -> None:

@@ -8,13 +8,13 @@ MLA handled by the estimators). No textual, no torch.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from inferview.reference import estimators as est
 from inferview.reference import presets
+
+from inferview.model_config import read_config
 
 DTYPES = ["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
 
@@ -57,51 +57,16 @@ class CalcResult:
 
 def load_config(model: str, config_path: str = "") -> tuple[str, dict[str, Any]]:
     """(title, config) for a preset name or a ``config.json`` path; raises ValueError clearly."""
-    text = model.strip()
     if config_path.strip():
-        path = Path(config_path.strip()).expanduser()
-        if path.is_dir():
-            path = path / "config.json"
         try:
-            config = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
-        if not isinstance(config, dict):
-            raise ValueError(f"{path}: a config.json holds one JSON object")
-        if "num_hidden_layers" not in config and isinstance(config.get("text_config"), dict):
-            config = {**config, **config["text_config"]}
-        return f"{path.parent.name}/{path.name}", config
+            return read_config(config_path.strip())
+        except FileNotFoundError as exc:
+            raise ValueError(str(exc)) from None
     try:
-        preset = presets.get_model(text)
+        preset = presets.get_model(model.strip())
     except KeyError as exc:
         raise ValueError(str(exc).strip("'\"")) from None
     return preset.title, preset.config_copy()
-
-
-def parse_count(text: str, what: str) -> int:
-    """A positive integer; ``k``/``m`` suffixes are binary (``128k`` = 131072, as context
-    lengths are quoted)."""
-    t = text.strip().lower().replace(",", "").replace("_", "")
-    scale = 1
-    if t.endswith("k"):
-        t, scale = t[:-1], 1024
-    elif t.endswith("m"):
-        t, scale = t[:-1], 1024 * 1024
-    try:
-        if "." in t:
-            exact = float(t) * scale  # "1.5k" = 1536; "2.5" is no whole number of anything
-            if not exact.is_integer():
-                raise ValueError
-            value = int(exact)
-        else:
-            value = int(t) * scale
-    except (ValueError, OverflowError):
-        raise ValueError(f"{what}: {text!r} is not a whole number") from None
-    if value < 1:
-        raise ValueError(f"{what} must be at least 1")
-    return value
 
 
 def calculate(inputs: CalcInputs) -> CalcResult:

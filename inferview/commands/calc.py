@@ -13,78 +13,34 @@ from typing import Any
 
 import click
 
+from inferview.model_config import ConfigError, parse_count, read_config
 from inferview.practice.units import format_bytes, format_count, format_value
 from inferview.reference import estimators as est
 from inferview.reference.presets import GPUS, MODELS, get_gpu, get_model
 
 
 class TokenCount(click.ParamType):
-    """A positive integer; ``128k`` means 128 x 1024 = 131072 (the usual reading of "128k context")."""
+    """A positive whole number of tokens: ``8192``, ``128k`` (131,072), ``1.5k``, ``1M``."""
 
     name = "tokens"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, int):
-            n = value
-        else:
-            text = str(value).strip().replace(",", "").replace("_", "")
-            mult = 1
-            if text[-1:].lower() == "k":
-                text, mult = text[:-1], 1024
-            try:
-                n = int(text) * mult
-            except ValueError:
-                self.fail(f"{value!r} is not a whole number (e.g. 8192 or 128k)", param, ctx)
-        if n < 1:
-            self.fail(f"{value!r} must be at least 1", param, ctx)
-        return n
+            if value < 1:
+                self.fail(f"{value!r} must be at least 1", param, ctx)
+            return value
+        try:
+            return parse_count(str(value), "value")
+        except ValueError as exc:
+            self.fail(str(exc).removeprefix("value: "), param, ctx)
 
 
 def _load_config(path: Path) -> dict[str, Any]:
+    """The language model's config from ``path`` (a usage error, exit 2, when it cannot be used)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise click.UsageError(f"config file not found: {path}") from exc  # exit 2, as for grade
-    except (OSError, UnicodeDecodeError) as exc:
-        raise click.ClickException(f"cannot read {path}: {exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise click.ClickException(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from exc
-    if not isinstance(data, dict):
-        raise click.ClickException(f"{path}: expected a JSON object (a config.json)")
-    if "num_hidden_layers" not in data and isinstance(data.get("text_config"), dict):
-        data = {**data["text_config"]}  # multimodal configs nest the language model's config
-    for key in ("num_hidden_layers", "num_attention_heads", "hidden_size"):
-        if key not in data:
-            raise click.ClickException(f"{path}: missing {key!r} (is this a Hugging Face config.json?)")
-    problem = _shape_problem(data)
-    if problem:
-        raise click.ClickException(f"{path}: {problem}")
-    return data
-
-
-def _is_count(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _shape_problem(cfg: dict[str, Any]) -> str | None:
-    """Head and layer counts no transformer can have (the estimators would report 0 bytes or round a
-    head_dim down); type errors are left to the estimators' own messages."""
-    layers, heads, hidden = cfg["num_hidden_layers"], cfg["num_attention_heads"], cfg["hidden_size"]
-    kv = cfg.get("num_key_value_heads")
-    if _is_count(layers) and layers < 1:
-        return f"num_hidden_layers must be at least 1, got {layers}"
-    if not _is_count(heads) or heads < 1:
-        return None
-    if _is_count(kv):
-        if not 1 <= kv <= heads:
-            return f"num_key_value_heads must be between 1 and num_attention_heads ({heads}), got {kv}"
-        if heads % kv:
-            return (f"num_attention_heads ({heads}) must be a multiple of num_key_value_heads ({kv}): "
-                    "each KV head serves a whole group of query heads")
-    if cfg.get("head_dim") is None and _is_count(hidden) and hidden % heads:
-        return (f"hidden_size ({hidden}) is not a multiple of num_attention_heads ({heads}); "
-                "give head_dim in the config")
-    return None
+        return read_config(path)[1]
+    except (FileNotFoundError, ConfigError) as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def _gpu_report(config: dict[str, Any], seq_len: int, batch: int, dtype: str, wdtype: str,
@@ -223,10 +179,10 @@ def kv_cmd(model: str | None, config_path: Path | None, seq_len: int, batch: int
         report = kv_report(config, seq_len, batch, dtype.lower(), weight_dtype.lower(), gpu, name,
                            source)
     except OverflowError as exc:
-        raise click.ClickException(f"{name}: a number in the config is too large to be a "
+        raise click.UsageError(f"{name}: a number in the config is too large to be a "
                                    "layer, head or dimension count") from exc
     except (ValueError, TypeError, ZeroDivisionError) as exc:
-        raise click.ClickException(f"{name}: {exc}") from exc
+        raise click.UsageError(f"{name}: {exc}") from exc  # the input's fault: exit 2
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:

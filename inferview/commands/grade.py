@@ -15,6 +15,7 @@ import click
 
 from inferview.text import plural
 
+
 def render(result: dict[str, Any], *, file: str = "", output: str = "", err: bool = False,
            challenge_arg: str = "") -> None:
     """Print a result in colour with the same content as the JSON object."""

@@ -46,7 +46,7 @@ PASS_SCORE = 0.6
 HYPOTHETICAL: frozenset[str] = frozenset({
     "if", "unless", "suppose", "supposing", "imagine", "hypothetically", "myth", "misconception",
     "mistake", "misunderstanding", "fallacy", "wrongly", "mistakenly", "incorrectly", "naively",
-    "misconception", "tempting", "pitfall",
+    "tempting", "pitfall",
 })
 """Words before a match, in its sentence, that mean the answer is not asserting the claim."""
 

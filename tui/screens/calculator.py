@@ -8,14 +8,12 @@ largest batch and context that fit a chosen GPU, and a plot of memory against co
 from __future__ import annotations
 
 from inferview.reference import presets
-from inferview.reference.estimators import human_bytes
 from inferview.tui.calculation import (
     DTYPES,
     CalcInputs,
     CalcResult,
     calculate,
     memory_curve,
-    parse_count,
 )
 from rich.table import Table
 from rich.text import Text
@@ -25,6 +23,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Label, Select, Static
 from textual_plotext import PlotextPlot
+
+from inferview.model_config import parse_count
+from inferview.practice.units import format_bytes
 
 DEFAULT_MODEL = "llama-3-8b"
 DEFAULT_GPU = "h100-sxm"
@@ -121,12 +122,12 @@ class CalculatorScreen(Screen[None]):
         table.add_column()
         active = f", {r.params_active / 1e9:.1f}B active" if r.moe else ""
         table.add_row("Model", f"{r.title} ({r.params_total / 1e9:.1f}B params{active})")
-        table.add_row("KV/token", f"{human_bytes(r.kv_per_token)} ({r.kv_per_token:,.0f} B)")
-        table.add_row("KV cache", f"{human_bytes(r.kv_cache)} ({r.kv_cache:,} B)")
-        table.add_row("Weights", f"{human_bytes(r.weights)} ({r.weights:,} B)")
+        table.add_row("KV/token", f"{format_bytes(r.kv_per_token)} ({r.kv_per_token:,.0f} B)")
+        table.add_row("KV cache", f"{format_bytes(r.kv_cache)} ({r.kv_cache:,} B)")
+        table.add_row("Weights", f"{format_bytes(r.weights)} ({r.weights:,} B)")
         total = r.weights + r.kv_cache
         fits = total <= r.gpu_bytes
-        verdict = Text(f"{human_bytes(total)} of {human_bytes(r.gpu_bytes)}: ")
+        verdict = Text(f"{format_bytes(total)} of {format_bytes(r.gpu_bytes)}: ")
         verdict.append("fits" if fits else "does not fit", style="bold green" if fits else "bold red")
         table.add_row("Total", verdict)
         table.add_row("Max batch", f"{r.max_batch:,} at {inputs.context:,} tokens")

@@ -15,7 +15,6 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from inferview.tui.messages import GradingDone, GradingError, GradingProgress, SolutionChangedOnDisk
 from inferview.tui.widgets.editor import PythonEditor

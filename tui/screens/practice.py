@@ -10,10 +10,10 @@ from inferview.tui.widgets.choices import ChoiceList
 from inferview.tui.widgets.inline import inline_text
 from rich.console import Group
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual import work
 from textual.screen import Screen
 from textual.widgets import (
     ContentSwitcher,

@@ -16,13 +16,14 @@ import contextlib
 import itertools
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import torch
-from inferview.grading import CheckResult  # noqa: F401 - re-exported for checks and tests
 from inferview.graders import tolerances
+
+from inferview.grading import CheckResult  # noqa: F401 - re-exported for checks and tests
 
 __all__ = [
     "CheckFailed",

@@ -20,18 +20,9 @@ import secrets
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from inferview.content.loader import LoadedChallenge, load_challenge_folder
-from inferview.grading import (
-    VERDICT_ORDER,
-    CheckResult,
-    GradeResult,
-    GradingUsageError,
-    Verdict,
-)
 from inferview.graders import codec
 from inferview.graders.api import (
     CheckFailed,
@@ -47,6 +38,14 @@ from inferview.graders.api import (
 from inferview.graders.pool import POOL, key_for
 from inferview.graders.process import WorkerFailure, WorkerProcess
 from inferview.graders.scan import BLOCKED_MODULES, Rule, scan_source
+
+from inferview.content.loader import LoadedChallenge, load_challenge_folder
+from inferview.grading import (
+    VERDICT_ORDER,
+    CheckResult,
+    GradeResult,
+    GradingUsageError,
+)
 
 DEFAULT_MAX_EXAMPLES = 25
 """The grader's Hypothesis profile: examples per check unless the check sets ``max_examples``."""

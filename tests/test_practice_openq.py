@@ -240,3 +240,46 @@ def test_rubric_json_shape():
     assert out["errors"][0] == {"text": "Decode is compute-bound", "matched": "Decode is compute-bound",
                                 "correction": "Decode does ~1 FLOP per byte read: memory-bound."}
     assert out["grader"] == "rubric" and out["verdict"] == "fail"
+
+
+def test_the_consequence_of_an_if_is_still_a_claim():
+    q = _q()
+    assert not grade_open(q, "If decode were compute-bound, batching would not help.", CTX).errors
+    g = grade_open(q, "If you batch a lot, decode is compute-bound on any GPU.", CTX)
+    assert [e.claim for e in g.errors] == ["Decode is compute-bound"]
+
+
+def test_reported_claims_are_not_made_until_a_contrast():
+    q = _q()
+    assert not grade_open(q, "People say decode is compute-bound, but that is wrong.", CTX).errors
+    g = grade_open(q, "People say it is fine, but decode is compute-bound.", CTX)
+    assert g.errors
+
+
+def test_not_always_and_not_just_negate():
+    assert reversed_("big teacher always good student", "A bigger teacher does not always make a better student.")
+    assert reversed_("soft target noisy label", "Soft targets are not just noisy labels.")
+
+
+def test_not_equal_sign_is_a_negation():
+    assert reversed_("good teacher good student", "better teacher ≠ better student")
+
+
+def test_less_before_a_word_reads_as_its_antonym():
+    assert affirmed("high temperature flatten distribution", "A higher temperature makes the distribution less peaked.")
+
+
+def test_a_literal_slot_does_not_stand_for_its_group():
+    assert affirmed("cache shrink", "the cache is smaller")  # "shrink" stands for its group
+    assert not affirmed("cache =shrink", "the cache is smaller")
+    assert affirmed("cache =shrink", "the cache shrinks")
+
+
+def test_a_negated_point_made_elsewhere_is_no_reversal():
+    q = _q(key_points=[KeyPoint(point="Temperature softens the distribution",
+                                match=["temperature soften distribution"])], misconceptions=[])
+    g = grade_open(q, "Temperature softens the distribution. At T = 1 the temperature does not "
+                      "soften the distribution at all.", CTX)
+    assert g.verdict == "pass" and not g.errors
+    g = grade_open(q, "The temperature does not soften the distribution.", CTX)
+    assert [e.origin for e in g.errors] == ["reversal"]

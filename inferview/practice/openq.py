@@ -43,12 +43,18 @@ FLAG_PENALTY = 0.25
 PASS_SCORE = 0.6
 """The least score of a passing answer."""
 
-HYPOTHETICAL: frozenset[str] = frozenset({
-    "if", "unless", "suppose", "supposing", "imagine", "hypothetically", "myth", "misconception",
-    "mistake", "misunderstanding", "fallacy", "wrongly", "mistakenly", "incorrectly", "naively",
-    "tempting", "pitfall",
+CONDITIONAL: frozenset[str] = frozenset({
+    "if", "unless", "suppose", "supposing", "imagine", "hypothetically", "whether",
 })
-"""Words before a match, in its sentence, that mean the answer is not asserting the claim."""
+"""Words that make the rest of their clause a condition, not a claim ("if decode were
+compute-bound, ..."): the consequence after the comma is still a claim."""
+REPORTING: frozenset[str] = frozenset({
+    "myth", "misconception", "mistake", "misunderstanding", "fallacy", "wrongly", "mistakenly",
+    "incorrectly", "naively", "tempting", "pitfall", "say", "think", "believe", "claim", "assume",
+    "misconceive", "misread", "confuse",
+})
+"""Words that report a claim rather than make it ("people say...", "a common misconception is
+that..."), up to the end of the sentence or a contrast ("..., but that is wrong")."""
 
 Verdict = Literal["pass", "partial", "fail"]
 Origin = Literal["question", "topic", "reversal"]
@@ -199,9 +205,12 @@ class Rubric:
             results.append(PointResult(kp, hit is not None, hit.words if hit else None,
                                        hit.pattern if hit else None))
             if kp.reversible:
-                rev = next((m for p in patterns if not p.negative
-                            for m in match(p, reading, "clause", ordered=True)
-                            if not m.affirmed and _asserted(m, reading)), None)
+                # a negated claim contradicts the point only when the answer never makes it
+                # ("softens the distribution ... at T = 1 it does not soften it" is no error)
+                rev = None if hit is not None else next(
+                    (m for p in patterns if not p.negative
+                     for m in match(p, reading, "clause", ordered=True)
+                     if not m.affirmed and _asserted(m, reading)), None)
                 if rev is None:
                     rev = next((m for p in flipped for m in match(p, reading, "clause", ordered=True)
                                 if m.affirmed and _asserted(m, reading)), None)
@@ -229,9 +238,16 @@ def _sentence(text: str) -> str:
 
 
 def _asserted(m: Match, reading: Reading) -> bool:
-    """The match's sentence asserts it: no hypothetical or reporting word before it."""
-    for t in reading.doc.tokens[:m.first]:
-        if t.sentence == m.sentence and t.lemma in HYPOTHETICAL:
+    """The answer asserts the match: no conditional word before it in its clause, no reporting
+    word before it in its block of the sentence."""
+    toks = reading.doc.tokens
+    first = toks[m.first]
+    for t in toks[:m.first]:
+        if t.sentence != m.sentence:
+            continue
+        if t.lemma in CONDITIONAL and t.segment == first.segment:
+            return False
+        if t.lemma in REPORTING and t.block == first.block:
             return False
     return True
 

@@ -8,7 +8,7 @@ answer (``textnorm``: lemmas, numbers, small words dropped) and split into **slo
 - ``a|b|c``: any one of the words; ``(compute again|rerun|no loss)``: any one of the phrases (a
   negator inside an alternative is part of that phrase, like "no" in "no loss", and does not turn
   the claim around);
-- ``@name``: any term of the thesaurus group ``name``;
+- ``@name``: any term of the thesaurus group ``name``; ``=word``: that word only, not its group;
 - ``~47B``, ``~93.4GB``, ``~2x``, ``~56%``: a figure within 5 % (``~13B@10%`` sets the tolerance);
   "47B", "46.7 billion", "forty-seven billion" all read 47e9, "93.4 GB" and "87 GiB" the same bytes;
 - a negator ("not", "no", "never", "without") makes the pattern a negative claim.
@@ -135,6 +135,12 @@ def compile_pattern(source: str, lex: Lexicon) -> Pattern:
         if item.startswith("~"):
             flush()
             slots.append(Slot(figure=_figure(item), text=item))
+        elif item.startswith("=") and len(item) > 1:
+            flush()
+            words = [t.lemma for t in textnorm.read(item[1:], lex.lemmas).tokens]
+            if not words:
+                raise PatternError(f"{item!r} has no words the matcher can see")
+            slots.append(Slot((tuple(words),), text=item))
         elif item.startswith("@"):
             flush()
             name = item[1:]
@@ -170,6 +176,11 @@ class Reading:
         """Content position -> token index."""
         lemmas = [toks[i].lemma for i in self.index]
         self.keys = lex.tag(lemmas)
+        for p in range(len(lemmas) - 1):
+            # "less peaked" is "flatter": the word after "less" also means its antonym
+            if lemmas[p] == "less":
+                self.keys[p + 1] += [("@" + lex.antonyms[k[1:]], n) for k, n in self.keys[p + 1]
+                                     if k.startswith("@") and k[1:] in lex.antonyms]
         self.covered = textnorm.negation_scopes(toks)
         """Token index -> the negator whose reach covers it."""
 

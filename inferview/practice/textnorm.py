@@ -42,7 +42,7 @@ STOPWORDS: frozenset[str] = frozenset("""
 a an the of to in into on onto at by for from with within as is are was were be been being am
 it its this that these those there their they them we us you your our i me my he she his her
 which who whom whose what and or also just really very quite do does did done has have had having
-will would can could should may might must shall about then thus so such some any
+will would can could should may might shall about then thus so such some
 here how when where why well basically actually pretty kind sort get gets got getting one's
 via around along across upon whether either own itself themselves something anything
 """.split())
@@ -52,8 +52,7 @@ NEGATORS: frozenset[str] = frozenset({"not", "no", "never", "without", "none", "
                                       "neither", "nor", "nobody", "nowhere"})
 """Single-word negators (contractions are expanded to "not" first)."""
 
-_NOT_NEGATION = {("not", "only"), ("not", "just"), ("not", "merely"), ("no", "matter"),
-                 ("not", "necessarily"), ("not", "always")}
+_NOT_NEGATION = {("not", "only"), ("no", "matter")}
 """Pairs that start with a negator but do not negate what follows."""
 _NEGATION_PAIRS = {("rather", "than"), ("instead", "of"), ("no", "longer"), ("lack", "of")}
 """Two-word negators; the pair's second word is the one that opens the scope."""
@@ -284,6 +283,7 @@ def _characters(text: str) -> _Tracked:
     t.sub(r"(?<=\w)-(?=\w)", " ")               # memory-bound -> memory bound
     t.sub(r"\u00d7", " × ")
     t.sub(r"\u2248", " ~ ")
+    t.sub(r"\u2260|!=|=/=", " not equal ")
     for pat, rep in _CONTRACTIONS:
         t.sub(pat, rep)
     t.splice(_number_words(t.text))

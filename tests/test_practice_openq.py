@@ -283,3 +283,19 @@ def test_a_negated_point_made_elsewhere_is_no_reversal():
     assert g.verdict == "pass" and not g.errors
     g = grade_open(q, "The temperature does not soften the distribution.", CTX)
     assert [e.origin for e in g.errors] == ["reversal"]
+
+
+def test_formulas_read_their_letters_and_signs():
+    doc = textnorm.read("E[tokens] = (1 − α^(γ+1))/(1 − α); accept w.p. min(1, p/q) when p < q ... ≥ 2")
+    words = [t.surface for t in doc.tokens]
+    assert "alpha" in words and "gamma" in words and "less" in words and "least" in words
+    assert len({t.sentence for t in doc.tokens}) == 2  # "w.p." and "..." end no sentence
+
+
+def test_what_unlike_introduces_is_not_asserted():
+    q = _q(misconceptions=[Misconception(claim="It trades quality for speed",
+                                         match=["trade (accuracy|quality) speed"],
+                                         correction="Speculative decoding is exact.")])
+    text = "Unlike quantization, which trades accuracy for speed, speculative decoding is exact."
+    assert not grade_open(q, text, CTX).errors
+    assert grade_open(q, "Speculative decoding trades accuracy for speed.", CTX).errors

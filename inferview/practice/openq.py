@@ -242,12 +242,17 @@ def _asserted(m: Match, reading: Reading) -> bool:
     word before it in its block of the sentence."""
     toks = reading.doc.tokens
     first = toks[m.first]
+    opens = next((t.surface for t in toks if t.segment == first.segment), "")
     for t in toks[:m.first]:
         if t.sentence != m.sentence:
             continue
         if t.lemma in CONDITIONAL and t.segment == first.segment:
             return False
         if t.lemma in REPORTING and t.block == first.block:
+            return False
+        # "unlike X, which trades accuracy for speed, ...": said of what is being contrasted
+        if t.surface == "unlike" and (t.segment == first.segment or (
+                t.segment == first.segment - 1 and opens in ("which", "that", "who"))):
             return False
     return True
 

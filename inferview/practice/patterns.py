@@ -178,7 +178,7 @@ class Reading:
         self.keys = lex.tag(lemmas)
         for p in range(len(lemmas) - 1):
             # "less peaked" is "flatter": the word after "less" also means its antonym
-            if lemmas[p] == "less":
+            if lemmas[p] == "less" and lemmas[p + 1] != "than":
                 self.keys[p + 1] += [("@" + lex.antonyms[k[1:]], n) for k, n in self.keys[p + 1]
                                      if k.startswith("@") and k[1:] in lex.antonyms]
         self.covered = textnorm.negation_scopes(toks)

@@ -44,7 +44,7 @@ it its this that these those there their they them we us you your our i me my he
 which who whom whose what and or also just really very quite do does did done has have had having
 will would can could should may might shall about then thus so such some
 here how when where why well basically actually pretty kind sort get gets got getting one's
-via around along across upon whether either own itself themselves something anything
+via around along across upon whether either own something anything
 """.split())
 """Words patterns ignore ("the", "of", "into", "with", "is"...)."""
 
@@ -192,6 +192,12 @@ def _fmt(v: float) -> str:
 _WORD = re.compile(r"[a-z]+")
 
 
+_GREEK = {"α": "alpha", "β": "beta", "γ": "gamma", "δ": "delta", "ε": "epsilon", "θ": "theta",
+          "λ": "lambda", "μ": "mu", "π": "pi", "σ": "sigma", "τ": "tau", "φ": "phi", "ω": "omega",
+          "Σ": "sum", "Δ": "delta", "∑": "sum", "√": "sqrt"}
+"""Letters that formulas use, read as words ("1/(1 - α)" is "1 1 alpha")."""
+
+
 class _Tracked:
     """Text being normalised, with the original offset of every character (to quote the answer's
     own words back to the user)."""
@@ -284,6 +290,15 @@ def _characters(text: str) -> _Tracked:
     t.sub(r"\u00d7", " × ")
     t.sub(r"\u2248", " ~ ")
     t.sub(r"\u2260|!=|=/=", " not equal ")
+    t.sub(r"\u2264|<=", " at most ")
+    t.sub(r"\u2265|>=", " at least ")
+    t.sub(r"(?<![<>=-])<(?![<=])", " less than ")
+    t.sub(r"(?<![<>=-])>(?![>=])", " more than ")
+    t.sub(r"==", " equal ")
+    for letter, name in _GREEK.items():
+        t.sub(letter, f" {name} ")
+    t.sub(r"\bw\.\s?p\.", "with probability")
+    t.sub(r"\.{3,}|\u2026", " , ")  # an ellipsis is a pause, not the end of a sentence
     for pat, rep in _CONTRACTIONS:
         t.sub(pat, rep)
     t.splice(_number_words(t.text))

@@ -92,14 +92,14 @@ def table(outcomes: list[Outcome]) -> dict[str, tuple[int, int]]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--split", choices=["test", "tune"], default="test")
+    ap.add_argument("--split", choices=["test", "tune", "dev"], default="test")
     ap.add_argument("--topic", help="only the questions of this topic")
     ap.add_argument("--id", help="only this question")
     ap.add_argument("--show", choices=["complete", "partial", "wrong", "term-only", "appended", "all"],
                     help="list the answers of this kind graded against their label (tune split only)")
     ap.add_argument("--json", action="store_true", help="print the table as JSON")
     args = ap.parse_args(argv)
-    if args.show and args.split != "tune":
+    if args.show and args.split == "test":
         ap.error("--show works on the tune split only: the test split stays unseen")
     records = load(args.split)
     outcomes = grade_all(records)

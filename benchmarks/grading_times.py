@@ -10,8 +10,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from inferview.content.loader import find_challenge
 from inferview.graders.engine import grade
+
+from inferview.content.loader import find_challenge
 
 
 def main() -> None:

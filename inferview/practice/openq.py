@@ -51,7 +51,7 @@ compute-bound, ..."): the consequence after the comma is still a claim."""
 REPORTING: frozenset[str] = frozenset({
     "myth", "misconception", "mistake", "misunderstanding", "fallacy", "wrongly", "mistakenly",
     "incorrectly", "naively", "tempting", "pitfall", "say", "think", "believe", "claim", "assume",
-    "misconceive", "misread", "confuse",
+    "misconceive", "misread", "confuse", "assumption",
 })
 """Words that report a claim rather than make it ("people say...", "a common misconception is
 that..."), up to the end of the sentence or a contrast ("..., but that is wrong")."""

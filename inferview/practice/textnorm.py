@@ -44,7 +44,7 @@ it its this that these those there their they them we us you your our i me my he
 which who whom whose what and or also just really very quite do does did done has have had having
 will would can could should may might shall about then thus so such some
 here how when where why well basically actually pretty kind sort get gets got getting one's
-via around along across upon whether either own something anything
+via around along across upon whether either something anything
 """.split())
 """Words patterns ignore ("the", "of", "into", "with", "is"...)."""
 
@@ -82,7 +82,7 @@ _CONTRACTIONS = [
     (re.compile(r"(?<=[a-z])s'(?=\s|$)"), "s"),
 ]
 
-_UNITS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+_UNITS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
           "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
           "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
           "nineteen": 19}
@@ -102,7 +102,7 @@ BYTE_UNITS = {"b": 1, "byte": 1, "bytes": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "t
 _QUANTITY = re.compile(
     r"(?<![\w.])(?P<num>\d+(?:\.\d+)?(?:e[-+]?\d+)?)\s?"
     r"(?P<suffix>kib|mib|gib|tib|kb|mb|gb|tb|pb|bytes?|kilobytes?|megabytes?|gigabytes?|terabytes?"
-    r"|thousand|million|billion|trillion|bn|mn|k|m|b|g|t|x|×|%|percent)?(?![a-z])")
+    r"|thousand|million|billion|trillion|bn|mn|k|m|b|g|t|x|×|times|fold|%|percent)?(?![a-z])")
 
 
 @dataclass(frozen=True)
@@ -289,6 +289,11 @@ def _characters(text: str) -> _Tracked:
     t.sub(r"(?<=\w)-(?=\w)", " ")               # memory-bound -> memory bound
     t.sub(r"\u00d7", " × ")
     t.sub(r"\u2248", " ~ ")
+    t.sub(r"(?<=\d):(?=\d)", " ")  # 2:4 sparsity reads "2 4", and breaks no clause
+    t.sub(r"\u00bd", " 0.5 ")
+    t.sub(r"\u00bc", " 0.25 ")
+    t.sub(r"\u00be", " 0.75 ")
+    t.sub(r"\u2153", " 0.333 ")
     t.sub(r"\u2260|!=|=/=", " not equal ")
     t.sub(r"\u2264|<=", " at most ")
     t.sub(r"\u2265|>=", " at least ")
@@ -334,7 +339,7 @@ def lemma(word: str) -> str:
 
 def _quantity(number: str, suffix: str | None) -> Quantity:
     v = float(number)
-    if suffix in ("x", "×"):
+    if suffix in ("x", "×", "times", "fold"):
         return Quantity(((v, "ratio"),))
     if suffix in ("%", "percent"):
         return Quantity(((v, "percent"), (v / 100, "ratio")))
@@ -344,7 +349,7 @@ def _quantity(number: str, suffix: str | None) -> Quantity:
     if suffix in SCALE_SUFFIX:
         readings.append((v * SCALE_SUFFIX[suffix], "count"))
     if not suffix:
-        readings += [(v, "count"), (v, "bytes"), (v, "ratio")]
+        readings += [(v, "count"), (v, "bytes")]  # a multiplier needs its x, times or fold
     return Quantity(tuple(readings))
 
 
@@ -414,7 +419,8 @@ def _mark_clauses(tokens: list[Token]) -> None:
             j += 1
         lead = tokens[i:j]
         if (j < len(tokens) and tokens[j].sentence == sentence and len(lead) <= LEAD_IN
-                and not any(t.negator or t.surface in ("yes", "no") for t in lead)):
+                and not any(t.negator or t.surface in ("yes", "no") or t.surface in CONTRASTS
+                            for t in lead)):
             for t in lead:
                 t.clause = tokens[j].segment
         while j < len(tokens) and tokens[j].sentence == sentence:

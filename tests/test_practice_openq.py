@@ -299,3 +299,35 @@ def test_what_unlike_introduces_is_not_asserted():
     text = "Unlike quantization, which trades accuracy for speed, speculative decoding is exact."
     assert not grade_open(q, text, CTX).errors
     assert grade_open(q, "Speculative decoding trades accuracy for speed.", CTX).errors
+
+
+def test_a_positive_claim_has_no_negated_word():
+    # two negators do not make "keeps salient weights in fp16" true
+    assert not affirmed("awq keep salient weight fp16 update weight",
+                        "AWQ doesn't keep salient weights in fp16 and doesn't update weights.")
+
+
+def test_not_because_negates_the_reason():
+    assert reversed_("int4 math fast", "It is faster, but not because int4 math is faster.")
+
+
+def test_without_any_negates_the_noun():
+    assert affirmed("without scale factor", "cast directly without any scaling factors")
+
+
+def test_hedged_exact_is_approximate():
+    assert not affirmed("quantization @exact", "int8 quantization is near-lossless")
+    assert affirmed("quantization @approximate", "int8 quantization is near-lossless")
+
+
+def test_jargon_plurals_and_big_o_and_plus():
+    doc = textnorm.read("matmuls on GPUs; softmaxes; O(N^2) memory, O(N) compute; W+A quantization")
+    words = [t.lemma for t in doc.tokens]
+    assert {"matmul", "gpu", "softmax", "quadratic", "linear"} <= set(words)
+    assert words[-4:] == ["w", "and", "a", "quantization"]
+
+
+def test_a_list_of_terms_makes_no_claim():
+    text = "MQA, GQA, MLA, head sharing, number of KV heads, latent, quality trade-off, cache size."
+    assert not affirmed("mqa (quality|accuracy) (trade off|cost|lose)", text)
+    assert affirmed("mqa (quality|accuracy) (trade off|cost|lose)", "MQA trades off some quality.")

@@ -67,6 +67,10 @@ class Lexicon:
             if not key:
                 self.problems.append(f"group {name!r}: term {term!r} has no words the matcher can see")
                 continue
+            if len(key) == 1 and len(term.split()) > 1 and not any(c.isdigit() for c in term):
+                self.problems.append(f"group {name!r}: term {term!r} reads as the single word "
+                                     f"{key[0]!r} (its other words are small words), so every "
+                                     f"{key[0]!r} would mean this group")
             owners = self.entries.setdefault(key, set())
             others = owners - {name}
             if others:

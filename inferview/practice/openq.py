@@ -44,7 +44,7 @@ PASS_SCORE = 0.6
 """The least score of a passing answer."""
 
 CONDITIONAL: frozenset[str] = frozenset({
-    "if", "unless", "suppose", "supposing", "imagine", "hypothetically", "whether",
+    "if", "unless", "suppose", "supposing", "imagine", "hypothetically", "whether", "would",
 })
 """Words that make the rest of their clause a condition, not a claim ("if decode were
 compute-bound, ..."): the consequence after the comma is still a claim."""

@@ -38,6 +38,10 @@ from inferview.practice.lexicon import Lexicon
 DEFAULT_TOLERANCE = 0.05
 """Relative tolerance of a figure slot without ``@``."""
 MIN_SLOTS = 2
+LIST_ITEMS = 4
+LIST_WORDS = 2
+HEDGES = frozenset({"near", "nearly", "almost", "close", "approximately", "roughly", "quasi"})
+"""Words that turn "exact" or "lossless" after them into an approximation."""
 """Fewest slots a pattern may have."""
 _MAX_COMBINATIONS = 4000
 
@@ -102,19 +106,16 @@ def _content(text: str, lex: Lexicon, keep_negators: bool = False) -> tuple[list
     """Content lemmas of ``text`` and how many free negators it holds (``keep_negators``: they
     are words of the phrase, as in an alternative "(no loss|lossless)")."""
     doc = textnorm.read(text, lex.lemmas)
-    lemmas = [t.lemma for t in doc.tokens if not t.stop or t.negator]
-    words, negators = [], 0
+    kept = [t for t in doc.tokens if not t.stop or t.negator]
+    lemmas = [t.lemma for t in kept]
+    words, negators, i = [], 0, 0
     for key, length in lex.units(lemmas):
-        if length == 1 and doc_is_negator(key) and not keep_negators:
+        if length == 1 and kept[i].negator and not keep_negators:
             negators += 1
         else:
             words.append(key)
+        i += length
     return words, negators
-
-
-def doc_is_negator(lemma: str) -> bool:
-    """A lemma that opens a negation (in a pattern)."""
-    return lemma in textnorm.NEGATORS or lemma in ("than", "longer")
 
 
 def compile_pattern(source: str, lex: Lexicon) -> Pattern:
@@ -151,7 +152,10 @@ def compile_pattern(source: str, lex: Lexicon) -> Pattern:
             flush()
             alts = []
             for alt in item.strip("()").split("|"):
-                words, _ = _content(alt, lex, keep_negators=True)
+                if alt.startswith("="):  # that word only, not its thesaurus group
+                    words = [t.lemma for t in textnorm.read(alt[1:], lex.lemmas).tokens]
+                else:
+                    words, _ = _content(alt, lex, keep_negators=True)
                 if words:
                     alts.append(tuple(words))
             if not alts:
@@ -181,8 +185,29 @@ class Reading:
             if lemmas[p] == "less" and lemmas[p + 1] != "than":
                 self.keys[p + 1] += [("@" + lex.antonyms[k[1:]], n) for k, n in self.keys[p + 1]
                                      if k.startswith("@") and k[1:] in lex.antonyms]
+            # "near-lossless", "almost exact": a hedged exact is not exact
+            if lemmas[p] in HEDGES:
+                self.keys[p + 1] = [(k, n) for k, n in self.keys[p + 1] if k != "@exact"] + [
+                    ("@approximate", n) for k, n in self.keys[p + 1] if k == "@exact"]
         self.covered = textnorm.negation_scopes(toks)
         """Token index -> the negator whose reach covers it."""
+
+    @cached_property
+    def lists(self) -> frozenset[int]:
+        """Sentences that are lists of short items ("KV cache, GQA, HBM bandwidth, linear growth"):
+        at least LIST_ITEMS comma-separated segments of at most LIST_WORDS content words each,
+        for most of them. Words of different items are not a claim about each other."""
+        sizes: dict[int, dict[int, int]] = {}
+        for i in self.index:
+            t = self.doc.tokens[i]
+            sizes.setdefault(t.sentence, {}).setdefault(t.segment, 0)
+            sizes[t.sentence][t.segment] += 1
+        out = set()
+        for sentence, segs in sizes.items():
+            counts = sorted(segs.values())
+            if len(counts) >= LIST_ITEMS and counts[len(counts) // 2] <= LIST_WORDS:
+                out.add(sentence)
+        return frozenset(out)
 
     @cached_property
     def by_sentence(self) -> dict[int, list[int]]:
@@ -266,6 +291,10 @@ def match(pattern: Pattern, reading: Reading, scope: str = "block", ordered: boo
                 continue
             if ordered and any(combo[k][0] <= combo[k - 1][1] for k in range(1, len(combo))):
                 continue
+            if sentence in reading.lists:
+                segs = {toks[reading.index[q]].segment for a, b in combo for q in (a, b)}
+                if max(segs) - min(segs) > 1:
+                    continue  # items of a list: at most one item and the one before it
             if len({getattr(toks[reading.index[a]], scope) for a, _ in combo} |
                    {getattr(toks[reading.index[b]], scope) for _, b in combo}) > 1:
                 continue
@@ -275,7 +304,8 @@ def match(pattern: Pattern, reading: Reading, scope: str = "block", ordered: boo
             tokens = [reading.index[q] for q in cells]
             inside = {i for i in tokens if toks[i].negator}  # "not an approximation" as one term
             negs = {reading.covered[i] for i in tokens if i in reading.covered} - inside
-            affirmed = (len(negs) % 2 == 1) == pattern.negative
+            # a positive claim has no negated word; a negative one an odd number of negators
+            affirmed = (len(negs) % 2 == 1) if pattern.negative else not negs
             key = (affirmed, -(hi - lo), combo)
             if best is None or key[:2] > best[:2]:
                 best = key

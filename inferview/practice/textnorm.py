@@ -279,6 +279,9 @@ def _characters(text: str) -> _Tracked:
     t.sub(r"`", " ")
     t.sub(r"\be\.g\.|\beg\.", "eg")
     t.sub(r"\bi\.e\.|\bie\.", "ie")
+    t.sub(r"\bo\(\s*(?:n|t|l|s)\s*(?:\^\s*2|\u00b2|\*\*\s*2|squared)\s*\)", " quadratic ")  # O(N^2)
+    t.sub(r"\bo\(\s*(?:n|t|l|s)\s*\)", " linear ")                                 # O(N)
+    t.sub(r"\bo\(\s*1\s*\)", " constant ")                                          # O(1)
     t.sub(r"\^\s*3(?!\.?[0-9])|\u00b3", " cubed")
     t.sub(r"\^\s*2(?!\.?[0-9])|\u00b2", " squared")
     t.sub(r"(?<=\d),(?=\d{3}\b)", "")          # 4,096 -> 4096
@@ -286,6 +289,8 @@ def _characters(text: str) -> _Tracked:
     t.sub(r"[\u2010-\u2012]", "-")
     t.sub(r"[\u2013\u2014\u2015\u2192]", " - ")  # dashes and arrows are segment breaks
     t.sub(r"(?<![\d\s])/|/(?![\d\s])", " / ")   # K/V -> K / V, keep 1/8
+    t.sub(r"\b(on|off)[- ](chip|policy)\b", r"\1\2")  # on-chip, off-policy: "on"/"off" carry it
+    t.sub(r"(?<=[a-z])\+(?=[a-z])", " and ")    # W+A is weights and activations
     t.sub(r"(?<=\w)-(?=\w)", " ")               # memory-bound -> memory bound
     t.sub(r"\u00d7", " × ")
     t.sub(r"\u2248", " ~ ")
@@ -314,7 +319,7 @@ def _characters(text: str) -> _Tracked:
 
 _TOKEN = re.compile(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?|[a-z0-9_]+|\S")
 _SENTENCE_END = re.compile(r"[.!?;]")
-_LINE_BREAK = re.compile(r"\n\s*\n|\n\s*(?:[-*•+]|\d+[.)])")
+_LINE_BREAK = re.compile(r"\n\s*\n|\n\s*(?:[-*•+]\s|\d+[.)]\s)")
 """A paragraph break, or a line that starts a list item: a sentence ends there. A single line break
 inside flowing text (a wrapped line) is a space."""
 _SEGMENT_END = {",", ":", "(", ")", "-", "[", "]", "\""}
@@ -333,7 +338,14 @@ def lemma(word: str) -> str:
     """The lemma of one lower-case word, by simplemma (words of two letters stay as they are)."""
     if not word.isalpha() or len(word) <= 2:
         return word
-    out = _lemmatizer().lemmatize(word, lang="en").lower()
+    sm = _lemmatizer()
+    out = sm.lemmatize(word, lang="en").lower()
+    if out == word and len(word) >= 4 and not sm.is_known(word, lang="en"):
+        # jargon plurals the dictionary has never seen: gpus, matmuls, softmaxes, quantizers
+        if word.endswith(("xes", "ches", "shes", "sses")):
+            return word[:-2]
+        if word.endswith("s") and not word.endswith(("ss", "is")):
+            return word[:-1]
     return out if out.isalpha() else word
 
 
@@ -405,7 +417,13 @@ def read(text: str, overrides: Mapping[str, str] | None = None) -> Doc:
 
 
 LEAD_IN = 4
-"""A sentence's first segment of at most this many words joins the next one's clause."""
+"""A sentence's first segment of at most this many words joins the next one's clause..."""
+LEAD_WORDS: frozenset[str] = frozenset({
+    "with", "in", "for", "on", "at", "during", "under", "by", "from", "after", "before", "per",
+    "when", "at", "across", "within", "compared", "relative", "on", "at", "over", "through",
+})
+"""...when it is a prepositional lead-in ("With MQA,", "In decode,", "For Llama 2 70B,"), not a
+clause of its own ("FA is exact, ...")."""
 
 
 def _mark_clauses(tokens: list[Token]) -> None:
@@ -419,8 +437,8 @@ def _mark_clauses(tokens: list[Token]) -> None:
             j += 1
         lead = tokens[i:j]
         if (j < len(tokens) and tokens[j].sentence == sentence and len(lead) <= LEAD_IN
-                and not any(t.negator or t.surface in ("yes", "no") or t.surface in CONTRASTS
-                            for t in lead)):
+                and lead[0].surface in LEAD_WORDS and tokens[j].surface not in CONTRASTS
+                and not any(t.negator or t.surface in CONTRASTS for t in lead)):
             for t in lead:
                 t.clause = tokens[j].segment
         while j < len(tokens) and tokens[j].sentence == sentence:
@@ -456,10 +474,12 @@ def negation_scopes(tokens: list[Token]) -> dict[int, int]:
         reach, limit = 0, SHORT_REACH.get(t.surface, NEGATION_REACH)
         for j in range(i + 1, len(tokens)):
             u = tokens[j]
-            if u.segment != t.segment or u.surface in SCOPE_STOPS or u.negator:
+            # "not because X" negates X: the reason, not a new clause
+            opening = j == i + 1 and u.surface in ("because", "since")
+            if u.segment != t.segment or (u.surface in SCOPE_STOPS and not opening) or u.negator:
                 break
             covered[j] = i
-            if not u.stop:
+            if not u.stop and u.surface not in ("any", "because", "since"):
                 reach += 1
                 if reach >= limit:
                     break

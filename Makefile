@@ -12,11 +12,13 @@ VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
 TORCH_INDEX ?=
 PYTEST_ARGS ?=
+# both cores (or all of them): the suite's halves are independent
+PYTEST_WORKERS ?= auto
 
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.inferview-installed
 
-.PHONY: run test lint bench gpu-check clean-venv
+.PHONY: run test test-fast lint bench gpu-check clean-venv
 
 $(STAMP): pyproject.toml setup.py
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,7 +31,11 @@ run: $(STAMP)
 	$(BIN)/inferview
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+
+# the edit loop: the unit tests only (content, grading rules, references, store), under 2 minutes
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) tests/unit $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -92,7 +92,7 @@ async def _grade_round_trip() -> tuple[float, float, str]:
             while screen.grading:
                 await pilot.pause(0.01)
             times.append(time.perf_counter() - t0)
-            verdict = (screen.last_result or {}).get("verdict", "none")
+            verdict = screen.last_result.verdict.value if screen.last_result else "none"
     return times[0], times[1], verdict
 
 

@@ -68,16 +68,28 @@ class Service:
             pass
 
     def prepare(self, req: dict[str, Any]) -> None:
-        from inferview.graders import engine
+        """Warm a worker for the challenge: first the worker (torch-free here, so its torch
+        import starts at once), then the engine's own import of torch, side by side."""
+        from pathlib import Path
+
+        from inferview.graders.pool import POOL, guess_backend, key_for
+
+        from inferview.content.loader import load_challenge_folder
 
         try:
-            engine.prestart(req["challenge"], req.get("device") or "auto")
+            ch, errors = load_challenge_folder(Path(req["challenge"]))
+            if ch is not None:
+                POOL.warm(key_for(ch.spec, guess_backend(ch.spec, req.get("device") or "auto")))
+            from inferview.graders import engine
+
+            if ch is None:
+                raise engine.GradingUsageError("; ".join(str(e) for e in errors))
+            engine.prestart(ch, req.get("device") or "auto")  # the real backend, now torch is in
         except Exception as exc:  # noqa: BLE001
             self.emit({"event": "error", "id": None, "usage": True, "message": str(exc)})
 
     def serve(self, inp: TextIO) -> None:
-        import inferview.graders.engine  # noqa: F401 - pay for torch now, not on the first grade
-
+        # ready at once: torch is imported on the first "prepare" (beside a worker's boot) or grade
         self.emit({"event": "ready", "pid": os.getpid()})
         for line in inp:
             line = line.strip()

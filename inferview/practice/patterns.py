@@ -195,13 +195,13 @@ class Reading:
     @cached_property
     def lists(self) -> frozenset[int]:
         """Sentences that are lists of short items ("KV cache, GQA, HBM bandwidth, linear growth"):
-        at least LIST_ITEMS comma-separated segments of at most LIST_WORDS content words each,
-        for most of them. Words of different items are not a claim about each other."""
+        at least LIST_ITEMS comma-separated items, most of at most LIST_WORDS content words.
+        Words of different items are not a claim about each other."""
         sizes: dict[int, dict[int, int]] = {}
         for i in self.index:
             t = self.doc.tokens[i]
-            sizes.setdefault(t.sentence, {}).setdefault(t.segment, 0)
-            sizes[t.sentence][t.segment] += 1
+            sizes.setdefault(t.sentence, {}).setdefault(t.item, 0)
+            sizes[t.sentence][t.item] += 1
         out = set()
         for sentence, segs in sizes.items():
             counts = sorted(segs.values())
@@ -292,7 +292,7 @@ def match(pattern: Pattern, reading: Reading, scope: str = "block", ordered: boo
             if ordered and any(combo[k][0] <= combo[k - 1][1] for k in range(1, len(combo))):
                 continue
             if sentence in reading.lists:
-                segs = {toks[reading.index[q]].segment for a, b in combo for q in (a, b)}
+                segs = {toks[reading.index[q]].item for a, b in combo for q in (a, b)}
                 if max(segs) - min(segs) > 1:
                     continue  # items of a list: at most one item and the one before it
             if len({getattr(toks[reading.index[a]], scope) for a, _ in combo} |

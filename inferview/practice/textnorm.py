@@ -144,6 +144,8 @@ class Token:
     """Index of its segment (between commas, colons, dashes...) across the whole text."""
     block: int
     """Index of its block (between contrasts) across the whole text."""
+    item: int = 0
+    """Index of its comma-separated item across the whole text (what the list rule counts)."""
     clause: int = 0
     """Its segment, except that a short lead-in ("With MQA, ...", "In decode, ...") shares the
     clause of the segment after it: what errors are matched within."""
@@ -292,7 +294,11 @@ def _characters(text: str) -> _Tracked:
     t.sub(r"\b(on|off)[- ](chip|policy)\b", r"\1\2")  # on-chip, off-policy: "on"/"off" carry it
     t.sub(r"(?<=[a-z])\+(?=[a-z])", " and ")    # W+A is weights and activations
     t.sub(r"(?<=\w)-(?=\w)", " ")               # memory-bound -> memory bound
+    t.sub(r"(?<=[\w)])\s*\*\s*(?=[\w(])", " × ")  # 2 * n_layers * d_head is a product
     t.sub(r"\u00d7", " × ")
+    t.sub(r"\u2193", " reduce ")      # ↓
+    t.sub(r"\u2191", " increase ")    # ↑
+    t.sub(r"\u221d", " proportional to ")  # ∝
     t.sub(r"\u2248", " ~ ")
     t.sub(r"(?<=\d):(?=\d)", " ")  # 2:4 sparsity reads "2 4", and breaks no clause
     t.sub(r"\u00bd", " 0.5 ")
@@ -374,7 +380,7 @@ def read(text: str, overrides: Mapping[str, str] | None = None) -> Doc:
     quantities = {m.start(): _quantity(m.group("num"), m.group("suffix"))
                   for m in _QUANTITY.finditer(norm)}
     doc = Doc(norm, original=text, offsets=tracked.map)
-    sentence = segment = block = 0
+    sentence = segment = block = item = 0
     questions: set[int] = set()
     raw = list(_TOKEN.finditer(norm))
     for idx, m in enumerate(raw):
@@ -384,6 +390,7 @@ def read(text: str, overrides: Mapping[str, str] | None = None) -> Doc:
                 sentence += 1
                 segment += 1
                 block += 1
+                item += 1
         if _SENTENCE_END.fullmatch(w):
             prev = raw[idx - 1].group(0) if idx else ""
             nxt = norm[m.end():m.end() + 1]
@@ -397,10 +404,13 @@ def read(text: str, overrides: Mapping[str, str] | None = None) -> Doc:
                 sentence += 1
                 segment += 1
                 block += 1
+                item += 1
             continue
         if w in _SEGMENT_END or not re.match(r"[a-z0-9_]", w):
             if w in _SEGMENT_END or w in ("•", "*"):
                 segment += 1
+            if w == ",":
+                item += 1
             continue
         if w in CONTRASTS:
             block += 1
@@ -409,7 +419,7 @@ def read(text: str, overrides: Mapping[str, str] | None = None) -> Doc:
         lem = _fmt(float(w)) if number else overrides.get(w) or lemma(w)
         doc.tokens.append(Token(w, lem, m.start(), m.end(), sentence, segment, block,
                                 stop=w in STOPWORDS or lem in STOPWORDS or w in CONTRASTS,
-                                quantity=quantities.get(m.start()) if number else None))
+                                quantity=quantities.get(m.start()) if number else None, item=item))
     _mark_negators(doc.tokens)
     _mark_clauses(doc.tokens)
     doc.questions = frozenset(questions)
@@ -420,7 +430,7 @@ LEAD_IN = 4
 """A sentence's first segment of at most this many words joins the next one's clause..."""
 LEAD_WORDS: frozenset[str] = frozenset({
     "with", "in", "for", "on", "at", "during", "under", "by", "from", "after", "before", "per",
-    "when", "at", "across", "within", "compared", "relative", "on", "at", "over", "through",
+    "when", "across", "within", "compared", "relative", "over", "through",
 })
 """...when it is a prepositional lead-in ("With MQA,", "In decode,", "For Llama 2 70B,"), not a
 clause of its own ("FA is exact, ...")."""

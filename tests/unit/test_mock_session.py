@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from inferview.tests.mock_library import make_library
+from inferview.tests.support.mock_library import make_library
 
 from inferview.mock import store as mock_store
 from inferview.mock.plan import build_plan

@@ -10,7 +10,7 @@ SCRIPT = textwrap.dedent(
     """
     import asyncio, sys
     from pathlib import Path
-    from inferview.tests.test_tui_support import FakeGradingClient, make_library
+    from inferview.tests.support.tui import FakeGradingClient, make_library
     from inferview.tui.app import create_app
 
     async def main():

@@ -16,7 +16,7 @@ from inferview.practice.grading import grade_answer
 from inferview.practice.openq import PASS_SCORE, grade_open, self_check
 from inferview.practice.units import alternative_answers
 
-QUESTIONS_DIR = Path(__file__).resolve().parents[1] / "questions"
+QUESTIONS_DIR = Path(__file__).resolve().parents[2] / "questions"
 LIB = load_library(include_user=False)
 OPEN = [q for q in LIB.questions.values() if isinstance(q, OpenQuestion)]
 CHOICE = [q for q in LIB.questions.values() if isinstance(q, ChoiceQuestion)]

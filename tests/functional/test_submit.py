@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from inferview.tests.test_tui_support import WRONG as WRONG_SUM
-from inferview.tests.test_tui_support import (  # noqa: F401
+from inferview.tests.support.tui import WRONG as WRONG_SUM
+from inferview.tests.support.tui import (  # noqa: F401
     FakeGradingClient,
     app_factory_fixture,
     settle,
@@ -22,7 +22,7 @@ from inferview.grading import CheckResult, GradeResult, GradingUsageError, Verdi
 from inferview.store import Store
 from inferview.submit import LocalBackend, Outcome, submit
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # tests/
 GOLDEN = sorted((HERE / "golden").glob("*.json"))
 SIZE = find_challenge("kv-cache-size")
 WRONG = SIZE.folder / "solutions" / "wrong" / "forgets_k_and_v.py"

@@ -204,12 +204,3 @@ def screen_text(app: Any) -> str:
                       record=True, legacy_windows=False, safe_box=False)
     console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
     return console.export_text()
-
-
-def test_fake_client_grades_by_source(tmp_path: Path) -> None:
-    good, bad = tmp_path / "good.py", tmp_path / "bad.py"
-    good.write_text(CORRECT)
-    bad.write_text(WRONG)
-    client = FakeGradingClient()
-    assert client.grade("demo-sum", good)["verdict"] == "passed"
-    assert client.grade("demo-sum", bad)["verdict"] == "failed"

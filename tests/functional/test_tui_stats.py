@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from inferview.tests.test_tui_support import (  # noqa: F401
+from inferview.tests.support.tui import (  # noqa: F401
     FAILED,
     FIXED_NOW,
     PASSED,

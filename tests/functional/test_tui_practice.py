@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import fsrs
-from inferview.tests.test_tui_support import FIXED_NOW, app_factory_fixture, screen_text  # noqa: F401
+from inferview.tests.support.tui import FIXED_NOW, app_factory_fixture, screen_text  # noqa: F401
 from inferview.tui.screens.practice import PracticeScreen
 
 GOOD_OPEN = "The KV cache stores keys and values of past tokens, so only the new token is computed."
@@ -173,7 +173,7 @@ async def test_escape_never_drops_a_written_answer_silently(app_factory) -> None
 
 async def test_choice_options_show_code_without_backticks_and_are_never_cut_off(app_factory, tmp_path) -> None:
     """Banks write formulas as code spans, and some options are longer than an 80-column line."""
-    from inferview.tests.test_tui_support import make_library
+    from inferview.tests.support.tui import make_library
 
     library = make_library(tmp_path / "lib")
     q = library.questions["kv-choice"]

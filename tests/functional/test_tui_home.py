@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import fsrs
-from inferview.tests.test_tui_support import (  # noqa: F401
+from inferview.tests.support.tui import (  # noqa: F401
     FIXED_NOW,
     app_factory_fixture,
     make_library,
@@ -120,7 +120,7 @@ async def test_home_takes_keys_before_the_library_is_loaded(app_factory, tmp_pat
 async def test_recent_shows_titles_not_raw_ids(app_factory) -> None:
     from datetime import timedelta
 
-    from inferview.tests.test_tui_support import PASSED
+    from inferview.tests.support.tui import PASSED
 
     app = app_factory()
     store = app.services.get_store()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from inferview.graders.engine import grade
 
-DEMO = Path(__file__).resolve().parent / "fixtures" / "challenges" / "demo-triton"
+DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "challenges" / "demo-triton"
 pytest.importorskip("triton")
 
 

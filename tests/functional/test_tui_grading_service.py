@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from inferview.tests.test_tui_support import screen_text, settle
+from inferview.tests.support.tui import screen_text, settle
 from inferview.tui.app import InitialChallenge, create_app
 
 from inferview.content.loader import load_library

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from inferview.graders.engine import grade
 
-FIXTURE = Path(__file__).parent / "fixtures" / "challenges" / "demo-scale"
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "challenges" / "demo-scale"
 
 CHECKS = '''
 import torch

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from inferview.graders.engine import GradeResult, grade
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # tests/
 DEMO = HERE / "fixtures" / "challenges" / "demo-scale"
 HOSTILE = HERE / "hostile"
 GOLDEN = HERE / "golden"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import fsrs
-from inferview.tests.test_tui_support import (  # noqa: F401
+from inferview.tests.support.tui import (  # noqa: F401
     CORRECT,
     FAILED,
     FIXED_NOW,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from inferview.graders.client import GradingCancelled, GradingClient, GradingUsageError
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # tests/
 DEMO = HERE / "fixtures" / "challenges" / "demo-scale"
 
 

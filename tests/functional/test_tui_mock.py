@@ -3,7 +3,7 @@ resuming after a restart, the challenge without hints, and a snapshot of the rep
 
 from __future__ import annotations
 
-from inferview.tests.test_tui_support import (  # noqa: F401
+from inferview.tests.support.tui import (  # noqa: F401
     app_factory_fixture,
     screen_text,
     settle,
@@ -204,7 +204,7 @@ def test_report_snapshot(app_factory, snap_compare):
 
 async def test_choice_options_are_shuffled_as_in_practice(app_factory, tmp_path):
     """The banks list the right option first; the interview must not show them in that order."""
-    from inferview.tests.test_tui_support import make_library
+    from inferview.tests.support.tui import make_library
 
     from inferview.practice.choice import display_order
 

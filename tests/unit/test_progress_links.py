@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import fsrs
-from inferview.tests.mock_library import make_library
+from inferview.tests.support.mock_library import make_library
 
 from inferview.progress import record_challenge_result, schedule_reviews, suggest_next
 from inferview.store import Store

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from inferview.reference import estimators as est
 from inferview.reference import presets
-from inferview.tests.test_tui_support import app_factory_fixture, screen_text  # noqa: F401
+from inferview.tests.support.tui import app_factory_fixture, screen_text  # noqa: F401
 from inferview.tui.calculation import CalcInputs, calculate
 from inferview.tui.screens.calculator import CalculatorScreen
 

@@ -13,7 +13,7 @@ import pytest
 
 from inferview.cli import main as cli_main
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # tests/
 DEMO = HERE / "fixtures" / "challenges" / "demo-scale"
 
 

@@ -4,7 +4,10 @@ The corpus (``benchmarks/answers/``) holds answers to the open questions in many
 kinds: ``complete`` (correct and complete), ``partial`` (misses the main point), ``wrong`` (a fluent
 wrong claim), ``term-only`` (names the right terms, claims nothing) and ``appended`` (a complete
 answer with a wrong claim added). It was split into ``tune.jsonl`` and ``test.jsonl`` before any
-rubric was tuned on it (``split.py``); rubrics are tuned on the tune split only.
+rubric was tuned on it (``split.py``); rubrics are tuned on the tune split only, which also takes
+``dev.jsonl`` (answers written later by other writers, first used to measure how far the tune
+figures generalise) and ``claims.jsonl`` (wrong and appended answers only, many mistakes per
+question, for the error catalogues).
 
     python benchmarks/answer_grading.py                 # the table for the test split
     python benchmarks/answer_grading.py --split tune --show wrong --topic kv-cache
@@ -51,9 +54,20 @@ class Outcome:
         return self.verdict != "pass"
 
 
+TUNE_FILES = ("tune", "dev", "claims")
+"""What rubrics are tuned on: the tune split, a second set of answers written later (dev), and a set
+of wrong claims only (claims). The test split is none of them."""
+
+
 def load(split: str) -> list[dict]:
-    path = HERE / f"{split}.jsonl"
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    names = TUNE_FILES if split == "tune" else (split,)
+    out = []
+    for name in names:
+        path = HERE / f"{name}.jsonl"
+        if path.exists():
+            out += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+                    if line.strip()]
+    return out
 
 
 def grade_all(records: list[dict]) -> list[Outcome]:
@@ -92,7 +106,7 @@ def table(outcomes: list[Outcome]) -> dict[str, tuple[int, int]]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--split", choices=["test", "tune", "dev"], default="test")
+    ap.add_argument("--split", choices=["test", "tune", "dev", "claims"], default="test")
     ap.add_argument("--topic", help="only the questions of this topic")
     ap.add_argument("--id", help="only this question")
     ap.add_argument("--show", choices=["complete", "partial", "wrong", "term-only", "appended", "all"],

@@ -38,6 +38,8 @@ from inferview.practice.lexicon import Lexicon
 DEFAULT_TOLERANCE = 0.05
 """Relative tolerance of a figure slot without ``@``."""
 MIN_SLOTS = 2
+COORDINATORS = frozenset({"or", "and", "nor"})
+"""Words that, between an error's first two words, make them a list rather than a claim."""
 LIST_ITEMS = 4
 LIST_WORDS = 2
 HEDGES = frozenset({"near", "nearly", "almost", "close", "approximately", "roughly", "quasi"})
@@ -291,6 +293,10 @@ def match(pattern: Pattern, reading: Reading, scope: str = "block", ordered: boo
                 continue
             if ordered and any(combo[k][0] <= combo[k - 1][1] for k in range(1, len(combo))):
                 continue
+            if ordered and len(combo) > 1 and any(
+                    toks[i].surface in COORDINATORS
+                    for i in range(reading.index[combo[0][1]] + 1, reading.index[combo[1][0]])):
+                continue  # "MLA or a quantized cache": a list of subjects, not "MLA quantizes"
             if sentence in reading.lists:
                 segs = {toks[reading.index[q]].item for a, b in combo for q in (a, b)}
                 if max(segs) - min(segs) > 1:

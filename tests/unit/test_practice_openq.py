@@ -331,3 +331,10 @@ def test_a_list_of_terms_makes_no_claim():
     text = "MQA, GQA, MLA, head sharing, number of KV heads, latent, quality trade-off, cache size."
     assert not affirmed("mqa (quality|accuracy) (trade off|cost|lose)", text)
     assert affirmed("mqa (quality|accuracy) (trade off|cost|lose)", "MQA trades off some quality.")
+
+
+def test_an_enumeration_is_not_a_claim_about_its_first_item():
+    q = _q(misconceptions=[Misconception(claim="MLA quantizes the cache", match=["mla quantize cache"],
+                                         correction="MLA caches a latent.")])
+    assert not grade_open(q, "Use MLA or a quantized cache to shrink it.", CTX).errors
+    assert grade_open(q, "MLA quantizes the cache to 4 bits.", CTX).errors

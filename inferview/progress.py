@@ -1,8 +1,10 @@
 """The link between concepts and code, and what to do next.
 
-- A failing challenge check schedules that challenge's linked questions for review (they become due
-  now in the FSRS queue): a bug in a KV-cache implementation usually means a gap in the concept.
-- A mock interview's weak questions enter the review queue the same way.
+- A failing challenge check brings that challenge's linked questions back: those already reviewed
+  become due now in the FSRS queue, those never seen become suggested new questions (first among
+  the new ones, with the reason): a bug in a KV-cache implementation usually means a gap in the
+  concept.
+- A mock interview's weak questions enter the queue the same way.
 - :func:`suggest_next` names the weakest topic and the next thing to do, for the Home screen.
 
 Torch-free and textual-free: used by the CLI, the TUI and the mock interview alike.
@@ -22,9 +24,11 @@ def _now(now: datetime | None) -> datetime:
     return now or datetime.now(timezone.utc)
 
 
-def schedule_reviews(store: Store, lib: Library, question_ids: list[str], now: datetime | None = None) -> list[str]:
-    """Make each question due for review now (a new FSRS card if it has none). Returns the ids
-    scheduled; ids not in the library are ignored."""
+def schedule_reviews(store: Store, lib: Library, question_ids: list[str], now: datetime | None = None,
+                     reason: str = "") -> list[str]:
+    """Bring questions back: one already reviewed becomes due now (its FSRS card moves forward);
+    one never seen becomes a suggested new question (``reason`` says why), not a review. Returns
+    the ids handled; ids not in the library are ignored."""
     import fsrs
 
     now = _now(now)
@@ -41,10 +45,11 @@ def schedule_reviews(store: Store, lib: Library, question_ids: list[str], now: d
             except Exception:  # noqa: BLE001 - an unreadable card is replaced by a fresh one
                 card = None
         if card is None:
-            card = fsrs.Card(due=now)
-        elif card.due > now:
-            card.due = now
-        store.put_card(qid, q.topic, card.to_json(), card.due)
+            store.suggest(qid, q.topic, reason or "suggested", at=now)
+        else:
+            if card.due > now:
+                card.due = now
+            store.put_card(qid, q.topic, card.to_json(), card.due)
         done.append(qid)
     return done
 
@@ -61,7 +66,8 @@ def record_challenge_result(store: Store, lib: Library | None, challenge_id: str
     ch = lib.challenges.get(challenge_id)
     if ch is None or not ch.spec.questions:
         return []
-    return schedule_reviews(store, lib, list(ch.spec.questions), now=now)
+    return schedule_reviews(store, lib, list(ch.spec.questions), now=now,
+                            reason=f"linked to the {ch.spec.title} challenge")
 
 
 @dataclass(frozen=True)
@@ -95,8 +101,9 @@ def topic_scores(store: Store, lib: Library, recent: int = 20) -> dict[str, floa
 
 
 def suggest_next(store: Store, lib: Library, now: datetime | None = None) -> Suggestion:
-    """The weakest topic and the next thing to do: due reviews first, then a failed challenge of the
-    weakest topic, then practice (unpractised topics count as weakest, in story order)."""
+    """The weakest topic and the next thing to do: due reviews first, then suggested questions, then
+    a failed challenge of the weakest topic, then practice (unpractised topics count as weakest,
+    in story order)."""
     now = _now(now)
     topics = [t for t in lib.topics if lib.questions_for(t) or any(c.spec.topic == t for c in lib.challenges.values())]
     if not topics:
@@ -109,6 +116,12 @@ def suggest_next(store: Store, lib: Library, now: datetime | None = None) -> Sug
         n = len(due)
         return Suggestion(weakest, "review", None,
                           f"{n} review{'s' if n != 1 else ''} due — start there. Weakest topic: {title}.")
+    suggested = [row for row in store.suggestions() if row["question_id"] in lib.questions]
+    if suggested:
+        n = len(suggested)
+        return Suggestion(weakest, "practice", None,
+                          f"{n} suggested question{'s' if n != 1 else ''} waiting "
+                          f"({suggested[0]['reason']}) — start there. Weakest topic: {title}.")
     status = store.challenge_status()
     for cid, ch in sorted(lib.challenges.items()):
         if ch.spec.topic == weakest and status.get(cid, {}).get("status") == "failed":

@@ -28,7 +28,7 @@ from typing import Any
 
 from inferview import paths
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT_MS = 10_000
 BACKUPS_KEPT = 5
 
@@ -85,6 +85,14 @@ MIGRATIONS: dict[int, str] = {
     CREATE TABLE settings (
         key TEXT PRIMARY KEY,
         value TEXT NOT NULL
+    );
+    """,
+    2: """
+    CREATE TABLE suggestions (
+        question_id TEXT PRIMARY KEY,
+        topic TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        created_at TEXT NOT NULL
     );
     """,
 }
@@ -389,6 +397,28 @@ class Store:
                 " due=excluded.due, updated_at=excluded.updated_at",
                 (question_id, topic, card_json, _iso(due), _iso(utcnow())),
             )
+
+    def suggest(self, question_id: str, topic: str, reason: str, at: datetime | None = None) -> None:
+        """Suggest a question never seen yet (a challenge failed, a mock interview missed it): it
+        comes first among the new questions, with ``reason``. A later suggestion of the same
+        question replaces the reason."""
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO suggestions (question_id, topic, reason, created_at) VALUES (?,?,?,?)"
+                " ON CONFLICT(question_id) DO UPDATE SET topic=excluded.topic, reason=excluded.reason,"
+                " created_at=excluded.created_at",
+                (question_id, topic, reason, _iso(at or utcnow())),
+            )
+
+    def suggestions(self, topic: str | None = None) -> list[dict[str, Any]]:
+        """Suggested questions not reviewed since, newest first: ``question_id``, ``topic``,
+        ``reason``, ``created_at``."""
+        sql = ("SELECT s.* FROM suggestions s LEFT JOIN cards c ON c.question_id = s.question_id"
+               " WHERE c.question_id IS NULL")
+        args: tuple = ()
+        if topic:
+            sql, args = sql + " AND s.topic = ?", (topic,)
+        return self._rows(sql + " ORDER BY s.created_at DESC, s.question_id", args)
 
     def due_question_ids(self, now: datetime | None = None, topic: str | None = None) -> list[str]:
         """Ids of reviewed questions due at ``now``, most overdue first."""

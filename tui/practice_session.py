@@ -32,7 +32,12 @@ class PracticeItem:
     question: Any
     prompt: str
     due: bool
-    """A review of a card (True) or a new question (False)."""
+    """A review of a card (True) or a question not seen before (False)."""
+    label: str = "new"
+    """What it is for the user: ``review``, ``suggested`` (never seen, brought here by a failed
+    challenge or a mock interview), ``follow-up`` (asked after the previous answer) or ``new``."""
+    reason: str = ""
+    """Why a suggested question is here ("linked to the KV cache challenge")."""
     rendered: RenderedDrill | None = None
     order: list[int] | None = None
     """Choice questions: option indices in display order."""
@@ -71,6 +76,9 @@ class PracticeSession:
         self.queue: list[str] = self.scheduler.queue(library.questions.values(), list(library.topics),
                                                      topic, new_limit)
         self.due_ids = due
+        self.suggested = {row["question_id"]: row["reason"] for row in self.scheduler.suggested(topic)}
+        """Question id -> why it was suggested."""
+        self.follow_up_ids: set[str] = set()
         self.context = RubricContext.from_library(library)
         self.judge = judge
         """The local-model judge for open answers (``JudgeConfig``), or None for the rubric alone."""
@@ -92,6 +100,12 @@ class PracticeSession:
         q = self.library.questions[qid]
         seed = len(self.store.question_attempts(question_id=qid))
         item = PracticeItem(q, q.prompt, qid in self.due_ids)
+        if item.due:
+            item.label = "review"
+        elif qid in self.follow_up_ids:
+            item.label = "follow-up"
+        elif qid in self.suggested:
+            item.label, item.reason = "suggested", self.suggested[qid]
         if isinstance(q, NumericQuestion):
             item.rendered = render(q, seed=seed)
             item.prompt = item.rendered.prompt
@@ -169,16 +183,38 @@ class PracticeSession:
             self._item = None
 
     def ask_follow_ups(self, ids: list[str]) -> list[str]:
-        """Put follow-up questions right after the current one; returns those added."""
-        added = [i for i in ids if i in self.library.questions and i not in self.queue[:1]]
+        """Put follow-up questions right after the current one, labelled "follow-up"; a question
+        that nearly repeats the current one is skipped. Returns those added."""
+        current = self.library.questions.get(self.queue[0]) if self.queue else None
+        added = [i for i in ids if i in self.library.questions and i not in self.queue[:1]
+                 and not (current is not None and near_duplicate(current, self.library.questions[i]))]
         rest = [i for i in self.queue[1:] if i not in added]
         self.queue = self.queue[:1] + added + rest
+        self.follow_up_ids.update(added)
         return added
 
     def _advance(self) -> None:
         if self.queue:
             self.queue.pop(0)
         self._item = None
+
+
+DUPLICATE_OVERLAP = 0.6
+"""Share of content words two prompts have in common above which one nearly repeats the other."""
+
+
+def near_duplicate(a: Any, b: Any) -> bool:
+    """Whether question ``b`` nearly repeats ``a``: their prompts share most of their content
+    words (lemmas), or ``b``'s prompt contains ``a``'s."""
+    from inferview.practice import textnorm
+
+    def words(q: Any) -> set[str]:
+        return {t.lemma for t in textnorm.read(q.prompt).tokens if not t.stop and len(t.lemma) > 2}
+
+    wa, wb = words(a), words(b)
+    if not wa or not wb:
+        return False
+    return len(wa & wb) / min(len(wa), len(wb)) >= DUPLICATE_OVERLAP
 
 
 def kind_hint(question: Any) -> str:

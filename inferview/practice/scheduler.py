@@ -107,9 +107,19 @@ class ReviewScheduler:
     def queue(self, questions: Iterable[Any], topic_order: Sequence[str] = (),
               topic: str | None = None, new_limit: int = 10,
               when: datetime | None = None) -> list[str]:
-        """Today's queue: due questions first, then up to ``new_limit`` new ones. Due ids that no
-        longer exist in ``questions`` (a bank was edited) are skipped."""
+        """Today's queue: due questions first, then the suggested new ones (a failed challenge or a
+        mock interview asked for them), then other new ones, up to ``new_limit`` new in all (every
+        suggestion is kept). Due ids that no longer exist in ``questions`` are skipped."""
         qs = list(questions)
         known = {q.id for q in qs}
         due = [i for i in self.due(topic, when) if i in known]
-        return due + self.new_questions(qs, topic_order, topic, new_limit)
+        suggested = [s["question_id"] for s in self.suggested(topic) if s["question_id"] in known]
+        fresh = [i for i in self.new_questions(qs, topic_order, topic) if i not in suggested]
+        new = (suggested + fresh)[:max(new_limit, len(suggested))]
+        return due + new
+
+    def suggested(self, topic: str | None = None) -> list[dict[str, Any]]:
+        """Questions never seen that were suggested (a failed challenge, a mock interview), with
+        their reason; empty for a store without suggestions."""
+        get = getattr(self.store, "suggestions", None)
+        return list(get(topic)) if get is not None else []

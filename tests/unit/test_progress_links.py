@@ -18,8 +18,20 @@ def test_failed_challenge_schedules_linked_questions():
     with Store.open() as store:
         scheduled = record_challenge_result(store, lib, "kv-cache", {"verdict": "failed", "checks": []}, "src")
         assert scheduled == ["kv-why"]
-        assert "kv-why" in store.due_question_ids(datetime.now(timezone.utc) + timedelta(seconds=1))
+        # never seen: a suggested new question, not a review due
+        assert store.due_question_ids(datetime.now(timezone.utc) + timedelta(seconds=1)) == []
+        [row] = store.suggestions()
+        assert row["question_id"] == "kv-why" and "challenge" in row["reason"]
         assert store.submissions("kv-cache")[0]["verdict"] == "failed"
+
+
+def test_a_failed_challenge_makes_a_seen_question_due_again():
+    lib = make_library()
+    with Store.open() as store:
+        card = fsrs.Card(due=NOW + timedelta(days=30), stability=12.0, difficulty=5.0, state=fsrs.State.Review)
+        store.put_card("kv-why", "kv-cache", card.to_json(), card.due)
+        record_challenge_result(store, lib, "kv-cache", {"verdict": "failed", "checks": []}, "src", now=NOW)
+        assert store.due_question_ids(NOW) == ["kv-why"] and store.suggestions() == []
 
 
 def test_passed_challenge_schedules_nothing():
@@ -49,7 +61,11 @@ def test_suggestion_prefers_due_reviews_then_failed_challenge_of_weakest_topic()
         store.record_submission("kv-cache", {"verdict": "failed"}, "src")
         s = suggest_next(store, lib, now=NOW)
         assert s.topic == "kv-cache" and s.action == "challenge" and s.target == "kv-cache"
-        schedule_reviews(store, lib, ["moe-q0"], now=NOW)
+        schedule_reviews(store, lib, ["moe-q0"], now=NOW, reason="missed in a mock interview")
+        s = suggest_next(store, lib, now=NOW + timedelta(seconds=1))
+        assert s.action == "practice" and "1 suggested question waiting" in s.text
+        card = fsrs.Card(due=NOW, state=fsrs.State.Review)
+        store.put_card("moe-q1", "moe", card.to_json(), card.due)
         s = suggest_next(store, lib, now=NOW + timedelta(seconds=1))
         assert s.action == "review" and "1 review due" in s.text
 

@@ -168,8 +168,8 @@ class PracticeScreen(Screen[None]):
         parts = [f"{s.remaining} left", f"{s.answered} answered"]
         if item is not None:
             q = item.question
-            parts.insert(0, f"{'review' if item.due else 'new'} · {self.session.library.topic_title(q.topic)} · "
-                            f"{q.difficulty}")
+            label = item.label + (f" ({item.reason})" if item.reason else "")
+            parts.insert(0, f"{label} · {self.session.library.topic_title(q.topic)} · {q.difficulty}")
         self.query_one("#practice-status", Static).update(" · ".join(parts))
 
     def action_submit(self) -> None:

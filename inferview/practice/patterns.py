@@ -121,7 +121,21 @@ def _content(text: str, lex: Lexicon, keep_negators: bool = False) -> tuple[list
 
 
 def compile_pattern(source: str, lex: Lexicon) -> Pattern:
-    """Compile one pattern string (raises :class:`PatternError`)."""
+    """Compile one pattern string (raises :class:`PatternError`); cached per lexicon, since a topic's
+    catalogue is compiled into each of its questions' rubrics."""
+    cache = lex.__dict__.setdefault("_patterns", {})
+    if source not in cache:
+        try:
+            cache[source] = _compile(source, lex)
+        except PatternError as exc:
+            cache[source] = exc
+    found = cache[source]
+    if isinstance(found, PatternError):
+        raise found
+    return found
+
+
+def _compile(source: str, lex: Lexicon) -> Pattern:
     slots: list[Slot] = []
     negators = 0
     plain: list[str] = []
@@ -221,21 +235,56 @@ class Reading:
                 out.setdefault(s, []).append(p)
         return out
 
+    @cached_property
+    def starts(self) -> dict[str, list[int]]:
+        """Key -> the content positions where it starts (to find a slot's words without scanning)."""
+        out: dict[str, list[int]] = {}
+        for p, keys in enumerate(self.keys):
+            for key, _ in keys:
+                out.setdefault(key, []).append(p)
+        return out
+
+    @cached_property
+    def figures(self) -> list[int]:
+        """Content positions that hold a quantity."""
+        return [p for p, i in enumerate(self.index) if self.doc.tokens[i].quantity is not None]
+
+    def slot_spans(self, slot: Slot, sentence: int) -> list[tuple[int, int]]:
+        """Every ``(first, last)`` content-position span of ``sentence`` where ``slot`` is found
+        (cached: a slot recurs across the patterns of a rubric)."""
+        cache = self.__dict__.setdefault("_spans", {})
+        key = (slot, sentence)
+        if key not in cache:
+            cache[key] = self._slot_spans(slot, self.by_sentence[sentence])
+        return cache[key]
+
     def _slot_spans(self, slot: Slot, positions: Sequence[int]) -> list[tuple[int, int]]:
         spans = []
         toks = self.doc.tokens
-        pos_set = set(positions)
-        for p in positions:
-            if slot.figure is not None:
-                q = toks[self.index[p]].quantity
-                if q is not None and q.fits(slot.figure.value, slot.figure.kind, slot.figure.tolerance):
-                    spans.append((p, p))
-                continue
-            for alt in slot.alternatives:
-                end = self._run(alt, p, pos_set)
-                if end is not None:
-                    spans.append((p, end))
+        lo, hi = positions[0], positions[-1]
+        if slot.figure is not None:
+            for p in self.figures:
+                if lo <= p <= hi and p in self._position_set(positions):
+                    q = toks[self.index[p]].quantity
+                    if q.fits(slot.figure.value, slot.figure.kind, slot.figure.tolerance):
+                        spans.append((p, p))
+            return spans
+        pos_set = self._position_set(positions)
+        for alt in slot.alternatives:
+            for p in self.starts.get(alt[0], ()) if alt else ():
+                if p in pos_set:
+                    end = self._run(alt, p, pos_set)
+                    if end is not None:
+                        spans.append((p, end))
+        spans.sort()
         return spans
+
+    def _position_set(self, positions: Sequence[int]) -> set[int]:
+        cache = self.__dict__.setdefault("_position_sets", {})
+        key = (positions[0], len(positions))
+        if key not in cache:
+            cache[key] = set(positions)
+        return cache[key]
 
     def _run(self, alt: tuple[str, ...], p: int, pos_set: set[int]) -> int | None:
         if not alt:
@@ -277,8 +326,8 @@ def match(pattern: Pattern, reading: Reading, scope: str = "block", ordered: boo
     out = []
     toks = reading.doc.tokens
     w = 2 * len(pattern.slots) + 2 if ordered else window(len(pattern.slots))
-    for sentence, positions in reading.by_sentence.items():
-        spans = [reading._slot_spans(slot, positions) for slot in pattern.slots]
+    for sentence in reading.by_sentence:
+        spans = [reading.slot_spans(slot, sentence) for slot in pattern.slots]
         if any(not s for s in spans):
             continue
         best: tuple[bool, int, tuple] | None = None

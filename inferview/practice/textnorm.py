@@ -200,6 +200,15 @@ _GREEK = {"α": "alpha", "β": "beta", "γ": "gamma", "δ": "delta", "ε": "epsi
 """Letters that formulas use, read as words ("1/(1 - α)" is "1 1 alpha")."""
 
 
+_PATTERNS: dict[str, re.Pattern[str]] = {}
+
+
+def _compiled(pattern: str) -> re.Pattern[str]:
+    if pattern not in _PATTERNS:
+        _PATTERNS[pattern] = re.compile(pattern)
+    return _PATTERNS[pattern]
+
+
 class _Tracked:
     """Text being normalised, with the original offset of every character (to quote the answer's
     own words back to the user)."""
@@ -228,7 +237,9 @@ class _Tracked:
         self.text, self.map = "".join(out), omap
 
     def sub(self, pattern: re.Pattern[str] | str, repl: str | Callable[[re.Match[str]], str]) -> None:
-        pat = re.compile(pattern) if isinstance(pattern, str) else pattern
+        pat = _compiled(pattern) if isinstance(pattern, str) else pattern
+        if isinstance(pattern, str) and len(pattern) == 1 and pattern not in self.text:
+            return  # a one-character literal ("×", "α") that the text does not hold
         edits = [(m.start(), m.end(), m.expand(repl) if isinstance(repl, str) else repl(m))
                  for m in pat.finditer(self.text)]
         if edits:

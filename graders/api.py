@@ -36,6 +36,7 @@ __all__ = [
     "WorkerFunction",
     "check",
     "expect",
+    "expect_attention_close",
     "expect_close",
     "expect_equal",
     "expect_raises",
@@ -403,6 +404,74 @@ def expect_close(got: Any, want: Any, *, what: str = "the result", rtol: float |
         close = close | (torch.isnan(gd) & torch.isnan(wd))
     if not bool(close.all()):
         raise CheckFailed(_mismatch_report(g, w, what, exact=False, rtol=r, atol=a, bad=~close))
+
+
+def expect_attention_close(got: Any, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
+                           causal: bool = False, sm_scale: float | None = None,
+                           what: str = "the attention output") -> None:
+    """The attention accuracy rule, for any output of ``softmax(q k^T * sm_scale) v``.
+
+    ``q`` is ``(B, Hq, Tq, D)``, ``k`` and ``v`` are ``(B, Hkv, Tk, D)`` (query head ``h`` reads
+    kv head ``h // (Hq // Hkv)``); ``causal`` is bottom-right aligned and ``sm_scale=None`` means
+    ``1/sqrt(D)``, as in ``inferview.reference.attention``. ``got`` must have ``q``'s shape, dtype
+    and device, and each element's error against a float64 reference must be within
+    :data:`~inferview.graders.tolerances.ATTENTION_FACTOR` (2) times the error of a PyTorch
+    baseline computed in ``q``'s dtype (its largest error, also against float64), plus the rule's
+    one slack, :func:`inferview.graders.tolerances.attention_slack`: the output dtype's rounding
+    allowance, plus what rounding the scores that element's query row can see to float32 costs.
+    This is the rule of the flash-attention test suite; see ``docs/authoring-challenges.md``.
+    """
+    from inferview.reference.attention import attention
+
+    exact = attention(q, k, v, causal=causal, sm_scale=sm_scale, compute_dtype=torch.float64)
+    _expect_meta(got, exact.to(q.dtype), what)
+    baseline = attention(q, k, v, causal=causal, sm_scale=sm_scale)  # in q's precision
+    bound, err_base, slack = _attention_bound(q, k, v, exact, baseline, causal, sm_scale)
+    g, w = got.detach().cpu().double(), exact.detach().cpu()
+    diff = (g - w).abs()
+    bad = ~(diff <= bound)  # NaN is bad
+    if not bool(bad.any()):
+        return
+    bound = bound.expand_as(diff)
+    idx = bad.nonzero()
+    lines = [f"{what}: {idx.shape[0]} of {g.numel()} elements are further from the float64 "
+             "result than the attention rule allows"]
+    n_nan, n_inf = int(torch.isnan(g).sum()), int(torch.isinf(g).sum())
+    if n_nan or n_inf:
+        lines.append(f"  the result holds {n_nan} NaN and {n_inf} Inf values")
+    for row in idx[:5].tolist():
+        pos = tuple(row)
+        lines.append(f"  at {pos}: expected {w[pos].item():.6g}, got {g[pos].item():.6g} "
+                     f"(error {diff[pos].item():.3g}, allowed {bound[pos].item():.3g})")
+    if idx.shape[0] > 5:
+        lines.append(f"  ... and {idx.shape[0] - 5} more")
+    lines.append(f"  max error {tolerances.max_abs_error(got, exact):.3g} against float64; a PyTorch "
+                 f"baseline in {str(q.dtype).replace('torch.', '')} has {err_base:.3g}; allowed: "
+                 f"{tolerances.ATTENTION_FACTOR:g} x that + a slack of {float(slack.min()):.3g} "
+                 f"to {float(slack.max()):.3g} per query row")
+    raise CheckFailed("\n".join(lines))
+
+
+def _attention_bound(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, exact: torch.Tensor,
+                     baseline: torch.Tensor, causal: bool, sm_scale: float | None
+                     ) -> tuple[torch.Tensor, float, torch.Tensor]:
+    """``(bound, err_base, slack)``: the largest error each output element may have.
+
+    ``slack`` is ``(B, Hq, Tq, 1)``, one per query row (its visible scores), and ``bound`` is
+    ``ATTENTION_FACTOR * err_base + slack``, broadcastable to the output.
+    """
+    from inferview.reference.attention import causal_mask, repeat_kv
+
+    err_base = tolerances.max_abs_error(baseline, exact)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else sm_scale
+    qd, kd = q.detach().cpu().double(), k.detach().cpu().double()
+    scores = (qd @ repeat_kv(kd, q.shape[1] // k.shape[1]).transpose(-1, -2) * scale).abs()
+    if causal:
+        scores = scores.masked_fill(~causal_mask(q.shape[-2], k.shape[-2]), 0.0)
+    row_max = scores.amax(dim=-1, keepdim=True) if scores.shape[-1] else scores.sum(-1, keepdim=True)
+    max_value = float(v.detach().abs().max()) if v.numel() else 0.0
+    slack = tolerances.attention_slack(exact, q.dtype, max_score=row_max, max_value=max_value)
+    return tolerances.ATTENTION_FACTOR * err_base + slack, err_base, slack
 
 
 @contextlib.contextmanager

@@ -4,7 +4,9 @@ Per-dtype ``(rtol, atol)`` are the defaults of ``torch.testing.assert_close`` (P
 "torch.testing"). For attention outputs the rule of the flash-attention test suite
 (Dao et al., ``tests/test_flash_attn.py``) applies: the candidate's error against an fp64 reference
 must be within a small multiple (2x) of the error of a same-precision PyTorch baseline, also
-measured against fp64, plus a small absolute slack.
+measured against fp64, plus a small absolute slack. Checks apply it with
+``inferview.graders.api.expect_attention_close``; the factor is :data:`ATTENTION_FACTOR` and the
+slack :func:`attention_slack`.
 """
 
 from __future__ import annotations
@@ -65,3 +67,32 @@ def within_baseline_error(
         scale = float(exact.detach().abs().max()) if exact.numel() else 0.0
         slack = atol + rtol * scale
     return err_got <= factor * err_base + slack, err_got, err_base
+
+
+ATTENTION_FACTOR = 2.0
+"""The attention rule's multiple of the baseline's error."""
+
+SCORE_ROUNDING_FACTOR = 8.0
+"""Margin on the score-rounding term of :func:`attention_slack`."""
+
+
+def attention_slack(exact: torch.Tensor, out_dtype: torch.dtype, *,
+                    max_score: float | torch.Tensor, max_value: float) -> float | torch.Tensor:
+    """The attention rule's one slack: ``atol + rtol * max|exact| + 8 * eps32 * max|s| * max|v|``.
+
+    The first two terms are ``out_dtype``'s rounding allowance at the output's scale (from
+    :data:`TOLERANCES`), which keeps the rule meaningful when the baseline happens to be (nearly)
+    exact. The last is what rounding the scores to float32 alone can cost: a score ``s`` is known
+    to about ``eps * |s|``, and a logit error ``delta`` moves a softmax-weighted average of ``v`` by
+    at most ``2 * delta * max|v|`` (:data:`SCORE_ROUNDING_FACTOR` is that 2 times a margin of 4).
+    ``max_score`` is the largest ``|q k^T * sm_scale|`` a query row may see (a tensor of one value
+    per row gives one slack per row, so a row that must not see a huge score keeps a tight
+    allowance) and ``max_value`` is ``max|v|``. For ordinary scores the term is about 1e-5; for
+    scores in the hundreds the baseline's own error can be lucky by far more than that, and
+    without the term a correct kernel that merely sums the dot products in another order fails
+    the 2x rule in about one example in 130.
+    """
+    rtol, atol = for_dtype(out_dtype)
+    scale = float(exact.detach().abs().max()) if exact.numel() else 0.0
+    eps = torch.finfo(torch.float32).eps
+    return atol + rtol * scale + SCORE_ROUNDING_FACTOR * eps * max_score * max_value

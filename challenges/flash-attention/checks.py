@@ -1,8 +1,8 @@
 """Checks for the flash-attention challenge.
 
-Every output is compared with a float64 reference under the flash-attention test suite's rule: the
-submission's error must be within twice the error of a same-precision PyTorch baseline (plus a
-small slack). On a CPU the kernel runs in Triton's interpreter, so shapes stay small and fp32.
+Every output is compared with a float64 reference under the flash-attention test suite's rule
+(``expect_attention_close``): the submission's error must be within twice the error of a
+same-precision PyTorch baseline (plus the rule's one slack). On a CPU the kernel runs in Triton's interpreter, so shapes stay small and fp32.
 """
 
 from __future__ import annotations
@@ -12,18 +12,10 @@ import math
 import torch
 from hypothesis import example, given, note
 from hypothesis import strategies as st
+from inferview.graders import attention_checks
 from inferview.graders import strategies as gs
-from inferview.graders import tolerances
-from inferview.graders.api import (
-    CheckFailed,
-    Ctx,
-    check,
-    expect,
-    expect_close,
-    expect_equal,
-    expect_shape,
-)
-from inferview.reference.attention import attention, attention_flops
+from inferview.graders.api import Ctx, check, expect, expect_attention_close
+from inferview.reference.attention import attention_flops
 
 HEAD_DIMS = (16, 32, 64, 128)
 
@@ -64,23 +56,6 @@ def _tensors(c, device):
     return make(c["seq_q"], s, c["scale"]), make(c["seq_k"], s + 1, c["scale"]), make(c["seq_k"], s + 2, 1.0)
 
 
-def _expect_attention(got, q, k, v, causal, sm_scale=None, what="flash_attention output") -> None:
-    exact = attention(q, k, v, causal=causal, sm_scale=sm_scale, compute_dtype=torch.float64)
-    expect_shape(got, exact.shape, what)
-    expect_equal(got.dtype, q.dtype, what=f"dtype of {what}")
-    baseline = attention(q, k, v, causal=causal, sm_scale=sm_scale)  # same precision as q
-    slack = 1e-4 if q.dtype == torch.float32 else 1e-3
-    ok, err, err_base = tolerances.within_baseline_error(got, baseline, exact, slack=slack)
-    if not ok:
-        ctx_line = f"max error {err:.3g} against float64; a same-precision PyTorch baseline has {err_base:.3g}"
-        try:
-            expect_close(got, exact.to(q.dtype), what=what,
-                         rtol=tolerances.for_dtype(q.dtype)[0] * 10, atol=2 * err_base + slack)
-        except CheckFailed as exc:
-            raise CheckFailed(f"{exc}\n  {ctx_line}") from None
-        raise CheckFailed(f"{what}: {ctx_line}")
-
-
 MAX_SCALAR_READS = 32
 """Scalars a call may read out of tensors (``float(t[i])``, ``.item()``): reading q, k and v one
 number at a time is computing the attention in Python beside a token Triton launch."""
@@ -96,16 +71,13 @@ def _expect_kernel_did_the_work(ctx: Ctx) -> None:
            "the attention must be computed inside the Triton kernel, not in Python")
 
 
-def _call(ctx: Ctx, q, k, v, causal, **kwargs):
-    got = ctx.sub.call("flash_attention", q, k, v, causal=causal, **kwargs)
-    _expect_kernel_did_the_work(ctx)
-    return got
+ENTRY = attention_checks.AttentionEntry(
+    "flash_attention", inputs=lambda ctx, case: _tensors(case, ctx.device),
+    after_call=_expect_kernel_did_the_work)
 
 
 def _run(ctx: Ctx, case, **kwargs) -> None:
-    q, k, v = _tensors(case, ctx.device)
-    got = _call(ctx, q, k, v, case["causal"], **kwargs)
-    _expect_attention(got, q, k, v, case["causal"], kwargs.get("sm_scale"))
+    attention_checks.run(ctx, ENTRY, case, **kwargs)
 
 
 @check("matches float64 (non-causal)", max_examples=10, hint="One program per query "
@@ -184,8 +156,8 @@ def mixed_layouts(ctx: Ctx, case, layouts) -> None:
     q = _in_layout((b, h, case["seq_q"], d), s, layouts[0], ctx.device, 1.0)
     k = _in_layout((b, h, case["seq_k"], d), s + 1, layouts[1], ctx.device, 1.0)
     v = _in_layout((b, h, case["seq_k"], d), s + 2, layouts[2], ctx.device, 1.0)
-    got = _call(ctx, q, k, v, case["causal"])
-    _expect_attention(got, q, k, v, case["causal"])
+    got = attention_checks.call(ctx, ENTRY, q, k, v, case)
+    expect_attention_close(got, q, k, v, causal=case["causal"], what="flash_attention output")
 
 
 @check("masked keys get no weight, however large their scores", max_examples=2, hint="Set the scores "
@@ -195,10 +167,7 @@ def mixed_layouts(ctx: Ctx, case, layouts) -> None:
 @example(case={"batch": 1, "heads": 1, "seq_q": 16, "seq_k": 33, "head_dim": 16, "causal": True,
                "strided": False, "scale": 1.0, "dtype": torch.float32, "seed": 5})
 def masked_keys_huge_scores(ctx: Ctx, case) -> None:
-    q, k, v, text = gs.hidden_keys_with_huge_scores(*_tensors(case, ctx.device))
-    note(text)
-    got = _call(ctx, q, k, v, True)
-    _expect_attention(got, q, k, v, True)
+    attention_checks.masked_keys_huge_scores(ctx, ENTRY, case)
 
 
 @check("an explicit sm_scale is used", max_examples=10, hint="The output is softmax(q k^T * sm_scale) v; only when "
@@ -207,8 +176,7 @@ def masked_keys_huge_scores(ctx: Ctx, case) -> None:
 @example(case={"batch": 1, "heads": 1, "seq_q": 8, "seq_k": 33, "head_dim": 16, "causal": True,
                "strided": False, "scale": 1.0, "dtype": torch.float32, "seed": 2}, sm_scale=0.0)
 def custom_scale(ctx: Ctx, case, sm_scale: float) -> None:
-    note(f"sm_scale={sm_scale}")
-    _run(ctx, case, sm_scale=sm_scale)
+    attention_checks.custom_scale(ctx, ENTRY, case, sm_scale)
 
 
 @check("stable for large logits", max_examples=10, hint="Subtract the running maximum before exponentiating; exp of "
@@ -261,7 +229,7 @@ def throughput_cuda(ctx: Ctx) -> str:
     got = ctx.sub.call("flash_attention", q, k, v, causal=True)
     _expect_kernel_did_the_work(ctx)
     t_sub = float(ctx.sub.last_call_stats()["elapsed_s"])  # timed inside the worker, synchronised
-    _expect_attention(got, q, k, v, True)
+    expect_attention_close(got, q, k, v, causal=True, what="flash_attention output")
     expect(math.isfinite(t_sub) and t_sub > 0, "timing failed")
     report = (f"B={b} H={h} T={t} D={d} fp16 causal: yours {flops / t_sub / 1e12:.1f} TFLOP/s, "
               f"reference kernel {flops / t_ref / 1e12:.1f}, SDPA {flops / t_sdpa / 1e12:.1f}")

@@ -6,10 +6,9 @@ from __future__ import annotations
 import torch
 from hypothesis import example, given, note
 from hypothesis import strategies as st
+from inferview.graders import attention_checks
 from inferview.graders import strategies as gs
-from inferview.graders import tolerances
-from inferview.graders.api import CheckFailed, Ctx, check, expect_close, expect_equal, expect_shape
-from inferview.reference.attention import attention
+from inferview.graders.api import Ctx, check
 
 
 @st.composite
@@ -55,32 +54,14 @@ def _inputs(ctx: Ctx, c):
     return q, k, v
 
 
-def _run(ctx: Ctx, c, sm_scale=None, tensors=None) -> None:
-    q, k, v = _inputs(ctx, c) if tensors is None else tensors
-    kwargs = {"causal": c["causal"]} if sm_scale is None else {"causal": c["causal"], "sm_scale": sm_scale}
-    got = ctx.sub.call("gqa_attention", q, k, v, **kwargs)
-    exact = attention(q, k, v, causal=c["causal"], sm_scale=sm_scale, compute_dtype=torch.float64)
-    what = "gqa_attention output"
-    expect_shape(got, exact.shape, what)
-    expect_equal(got.dtype, q.dtype, what=f"dtype of {what}")
-    baseline = attention(q, k, v, causal=c["causal"], sm_scale=sm_scale)  # in q's precision
-    slack = 1e-4 if q.dtype == torch.float32 else 2e-3
-    ok, err, err_base = tolerances.within_baseline_error(got, baseline, exact, slack=slack)
-    if not ok:
-        line = f"max error {err:.3g} against float64; a PyTorch baseline in {q.dtype} has {err_base:.3g}"
-        try:
-            expect_close(got, exact.to(q.dtype), what=what, atol=2 * err_base + slack,
-                         rtol=tolerances.for_dtype(q.dtype)[0])
-        except CheckFailed as exc:
-            raise CheckFailed(f"{exc}\n  {line}") from None
-        raise CheckFailed(f"{what}: {line}")
+ENTRY = attention_checks.AttentionEntry("gqa_attention", inputs=_inputs)
 
 
 @check("MHA (num_kv_heads == num_heads) matches float64", max_examples=10, hint="Scores q k^T * (1/sqrt(head_dim)), "
        "softmax over the keys, then weight the values.")
 @given(case=gqa_cases(layout="mha", causal=False))
 def mha(ctx: Ctx, case) -> None:
-    _run(ctx, case)
+    attention_checks.run(ctx, ENTRY, case)
 
 
 @check("grouped heads: query head h reads kv head h // group", max_examples=10, hint="Heads 0..G-1 share kv head 0. "
@@ -89,14 +70,14 @@ def mha(ctx: Ctx, case) -> None:
 @example(case={"batch": 1, "num_heads": 4, "num_kv_heads": 2, "seq_q": 1, "seq_k": 1, "head_dim": 4,
                "causal": False, "dtype": torch.float32, "scale": 1.0, "seed": 0})
 def gqa(ctx: Ctx, case) -> None:
-    _run(ctx, case)
+    attention_checks.run(ctx, ENTRY, case)
 
 
 @check("MQA: one kv head shared by every query head", max_examples=10, hint="With num_kv_heads == 1 every query head "
        "reads the same keys and values.")
 @given(case=gqa_cases(layout="mqa", causal=False))
 def mqa(ctx: Ctx, case) -> None:
-    _run(ctx, case)
+    attention_checks.run(ctx, ENTRY, case)
 
 
 @check("causal mask is aligned bottom-right (prefill, decode, chunks)", max_examples=10, hint="The queries are the last seq_q "
@@ -107,7 +88,7 @@ def mqa(ctx: Ctx, case) -> None:
 @example(case={"batch": 1, "num_heads": 2, "num_kv_heads": 1, "seq_q": 5, "seq_k": 5, "head_dim": 8,
                "causal": True, "dtype": torch.float32, "scale": 1.0, "seed": 1})
 def causal_offsets(ctx: Ctx, case) -> None:
-    _run(ctx, case)
+    attention_checks.run(ctx, ENTRY, case)
 
 
 @check("masked keys get no weight, however large their scores", max_examples=5, hint="Replace "
@@ -115,21 +96,14 @@ def causal_offsets(ctx: Ctx, case) -> None:
        "leaves weight on a masked key whose score is larger than the penalty.")
 @given(case=gqa_cases(causal=True, decode=True))
 def masked_keys_huge_scores(ctx: Ctx, case) -> None:
-    # head_dim 4 or 16: a power-of-two scale keeps the huge scores exact in any summation order
-    case = dict(case, head_dim=4 if case["head_dim"] < 16 else 16)
-    q, k, v, text = gs.hidden_keys_with_huge_scores(*_inputs(ctx, case))
-    note(f"head_dim = {case['head_dim']}; {text}")
-    _run(ctx, case, tensors=(q, k, v))
+    attention_checks.masked_keys_huge_scores(ctx, ENTRY, case)
 
 
 @check("a second call with new values of the same shape gets a new answer", max_examples=3,
        hint="Nothing may be cached between calls: compute every result from the tensors given.")
 @given(case=gqa_cases())
 def no_stale_results(ctx: Ctx, case) -> None:
-    _run(ctx, case)
-    again = dict(case, seed=case["seed"] + 7919)
-    note(f"then the same shapes with seed={again['seed']}")
-    _run(ctx, again)
+    attention_checks.no_stale_results(ctx, ENTRY, case)
 
 
 @check("an explicit sm_scale is used", max_examples=10, hint="Only sm_scale=None means 1/sqrt(head_dim); "
@@ -138,19 +112,18 @@ def no_stale_results(ctx: Ctx, case) -> None:
 @example(case={"batch": 1, "num_heads": 2, "num_kv_heads": 1, "seq_q": 3, "seq_k": 5, "head_dim": 8,
                "causal": True, "dtype": torch.float32, "scale": 1.0, "seed": 2}, sm_scale=0.0)
 def custom_scale(ctx: Ctx, case, sm_scale: float) -> None:
-    note(f"sm_scale={sm_scale}")
-    _run(ctx, case, sm_scale=sm_scale)
+    attention_checks.custom_scale(ctx, ENTRY, case, sm_scale)
 
 
 @check("float16 and bfloat16 inputs give a result in the same dtype", max_examples=10, hint="Compute in float32 and "
        "cast the output back with .to(q.dtype).")
 @given(case=gqa_cases(dtype=st.sampled_from([torch.bfloat16, torch.float16])))
 def half_precision(ctx: Ctx, case) -> None:
-    _run(ctx, case)
+    attention_checks.run(ctx, ENTRY, case)
 
 
 @check("stays finite for large scores", max_examples=10, hint="Subtract each row's maximum before exp (torch.softmax "
        "does): exp of a score above ~89 is inf in float32.")
 @given(case=gqa_cases(scale=30.0))
 def large_logits(ctx: Ctx, case) -> None:
-    _run(ctx, case)
+    attention_checks.run(ctx, ENTRY, case)

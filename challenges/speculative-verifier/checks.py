@@ -154,7 +154,48 @@ def calibrated_under_other_step(ctx: Ctx) -> None:
             + "\n  ".join(small))
 
 
+WRONG_STEPS = (
+    # (check name, hint, step in worker_helpers.py, seed salt)
+    ("detects a residual that is not clamped (|p - q|)",
+     "Compare the first emitted token with p_0: a residual |p - q| puts mass on tokens the draft "
+     "over-weights.",
+     "abs_residual_step", 200),
+    ("detects a residual that is not renormalised",
+     "Tokens of target probability 0 must never appear; an unnormalised inverse CDF piles the "
+     "missing mass on the last token.",
+     "unnormalised_residual_step", 201),
+    ("detects a bonus token drawn from the wrong position",
+     "The bonus token (num_accepted == gamma) is position gamma and must follow "
+     "target_probs[gamma]: test that position too.",
+     "bonus_from_last_draft_position_step", 202),
+    ("detects one uniform shared by all draft positions",
+     "This bug leaves the first token right. Test every position j over the rows with "
+     "num_accepted >= j.",
+     "shared_uniform_step", 203),
+    ("detects deterministic acceptance (p >= q)",
+     "Compare the first emitted token with p_0.",
+     "deterministic_accept_step", 204),
+    ("detects an acceptance ratio upside down (q / p)",
+     "Compare the first emitted token with p_0.",
+     "inverted_ratio_step", 205),
+    ("detects resampling from p instead of the residual",
+     "Compare the first emitted token with p_0.",
+     "resample_from_target_step", 206),
+    ("detects counting accepted tokens that follow a rejection",
+     "The emitted sequence is the draft tokens before num_accepted, then next_token; test each "
+     "position against the target.",
+     "total_accepted_step", 207),
+    ("detects num_accepted = 0 when nothing was rejected",
+     "Compare the first emitted token with p_0: all-accepted rows that emit a residual token "
+     "skew it.",
+     "first_rejection_argmax_step", 208),
+)
+"""The nine wrong steps (each named in ``worker_helpers.py`` with its one mistake), one detection
+check per row, registered below in this order. The salt seeds the check's generator."""
+
+
 def _detects(ctx: Ctx, step: str, salt: int) -> None:
+    """The submission's p-value for ``step`` on the main case must be below ``DETECT_BELOW``."""
     seed = _seed(ctx, salt)
     pv = _pvalue(ctx, step, MAIN, seed)
     if not pv < DETECT_BELOW:
@@ -163,64 +204,21 @@ def _detects(ctx: Ctx, step: str, salt: int) -> None:
                           f"p < {DETECT_BELOW}")
 
 
-@check("detects a residual that is not clamped (|p - q|)",
-       hint="Compare the first emitted token with p_0: a residual |p - q| puts mass on tokens the "
-            "draft over-weights.")
-def detects_abs_residual(ctx: Ctx) -> None:
-    _detects(ctx, "abs_residual_step", 200)
+def _detection_check(name: str, hint: str, step: str, salt: int):
+    """One registered check for one row of :data:`WRONG_STEPS`."""
+
+    @check(name, hint=hint)
+    def detects(ctx: Ctx) -> None:
+        _detects(ctx, step, salt)
+
+    detects.__name__ = detects.__qualname__ = f"detects_{step}"
+    detects.__doc__ = f"The p-value for ``{step}`` on the main case is below {DETECT_BELOW}."
+    return detects
 
 
-@check("detects a residual that is not renormalised",
-       hint="Tokens of target probability 0 must never appear; an unnormalised inverse CDF piles "
-            "the missing mass on the last token.")
-def detects_unnormalised_residual(ctx: Ctx) -> None:
-    _detects(ctx, "unnormalised_residual_step", 201)
-
-
-@check("detects a bonus token drawn from the wrong position",
-       hint="The bonus token (num_accepted == gamma) is position gamma and must follow "
-            "target_probs[gamma]: test that position too.")
-def detects_bonus_position(ctx: Ctx) -> None:
-    _detects(ctx, "bonus_from_last_draft_position_step", 202)
-
-
-@check("detects one uniform shared by all draft positions",
-       hint="This bug leaves the first token right. Test every position j over the rows with "
-            "num_accepted >= j.")
-def detects_shared_uniform(ctx: Ctx) -> None:
-    _detects(ctx, "shared_uniform_step", 203)
-
-
-@check("detects deterministic acceptance (p >= q)",
-       hint="Compare the first emitted token with p_0.")
-def detects_deterministic_accept(ctx: Ctx) -> None:
-    _detects(ctx, "deterministic_accept_step", 204)
-
-
-@check("detects an acceptance ratio upside down (q / p)",
-       hint="Compare the first emitted token with p_0.")
-def detects_inverted_ratio(ctx: Ctx) -> None:
-    _detects(ctx, "inverted_ratio_step", 205)
-
-
-@check("detects resampling from p instead of the residual",
-       hint="Compare the first emitted token with p_0.")
-def detects_resample_from_target(ctx: Ctx) -> None:
-    _detects(ctx, "resample_from_target_step", 206)
-
-
-@check("detects counting accepted tokens that follow a rejection",
-       hint="The emitted sequence is the draft tokens before num_accepted, then next_token; test "
-            "each position against the target.")
-def detects_total_accepted(ctx: Ctx) -> None:
-    _detects(ctx, "total_accepted_step", 207)
-
-
-@check("detects num_accepted = 0 when nothing was rejected",
-       hint="Compare the first emitted token with p_0: all-accepted rows that emit a residual "
-            "token skew it.")
-def detects_argmax_off_by_gamma(ctx: Ctx) -> None:
-    _detects(ctx, "first_rejection_argmax_step", 208)
+for _row in WRONG_STEPS:  # module-level names: the engine collects checks from the module
+    globals()[f"detects_{_row[2]}"] = _detection_check(*_row)
+del _row
 
 
 @check("the same generator state gives the same p-value",

@@ -4,21 +4,11 @@ with seq_q x seq_k (measured by the worker as the largest tensor produced during
 
 from __future__ import annotations
 
-import torch
 from hypothesis import example, given, note
 from hypothesis import strategies as st
+from inferview.graders import attention_checks
 from inferview.graders import strategies as gs
-from inferview.graders import tolerances
-from inferview.graders.api import (
-    CheckFailed,
-    Ctx,
-    check,
-    expect,
-    expect_close,
-    expect_equal,
-    expect_shape,
-)
-from inferview.reference.attention import attention
+from inferview.graders.api import Ctx, check, expect
 
 
 @st.composite
@@ -40,41 +30,23 @@ def _describe(c) -> str:
             f"block_size={c['block_size']}, values x{c['scale']:g}, seed={c['seed']}")
 
 
-def _inputs(c, device):
+def _inputs(ctx: Ctx, c):
     b, h, d, s = c["batch"], c["heads"], c["head_dim"], c["seed"]
-    q = gs.tensor((b, h, c["seq_q"], d), s, device=device, scale=c["scale"])
-    k = gs.tensor((b, h, c["seq_k"], d), s + 1, device=device, scale=c["scale"])
-    v = gs.tensor((b, h, c["seq_k"], d), s + 2, device=device)
+    q = gs.tensor((b, h, c["seq_q"], d), s, device=ctx.device, scale=c["scale"])
+    k = gs.tensor((b, h, c["seq_k"], d), s + 1, device=ctx.device, scale=c["scale"])
+    v = gs.tensor((b, h, c["seq_k"], d), s + 2, device=ctx.device)
     return q, k, v
 
 
-def _run(ctx: Ctx, c, sm_scale=None, tensors=None):
-    q, k, v = _inputs(c, ctx.device) if tensors is None else tensors
-    kwargs = {"causal": c["causal"], "block_size": c["block_size"]}
-    if sm_scale is not None:
-        kwargs["sm_scale"] = sm_scale
-    got = ctx.sub.call("tiled_attention", q, k, v, **kwargs)
-    what = "tiled_attention output"
-    exact = attention(q, k, v, causal=c["causal"], sm_scale=sm_scale, compute_dtype=torch.float64)
-    expect_shape(got, exact.shape, what)
-    expect_equal(got.dtype, q.dtype, what=f"dtype of {what}")
-    baseline = attention(q, k, v, causal=c["causal"], sm_scale=sm_scale)
-    ok, err, err_base = tolerances.within_baseline_error(got, baseline, exact, slack=1e-4)
-    if not ok:
-        line = f"max error {err:.3g} against float64; a float32 PyTorch baseline has {err_base:.3g}"
-        try:
-            expect_close(got, exact.float(), what=what, atol=2 * err_base + 1e-4)
-        except CheckFailed as exc:
-            raise CheckFailed(f"{exc}\n  {line}") from None
-        raise CheckFailed(f"{what}: {line}")
-    return q, k, v
+ENTRY = attention_checks.AttentionEntry("tiled_attention", inputs=_inputs,
+                                        kwargs=lambda c: {"block_size": c["block_size"]})
 
 
 @check("matches float64 (non-causal)", max_examples=10, hint="Running max m, sum l and accumulator acc per query row; "
        "o = acc / l at the end.")
 @given(case=tiled_cases(causal=False))
 def non_causal(ctx: Ctx, case) -> None:
-    _run(ctx, case)
+    attention_checks.run(ctx, ENTRY, case)
 
 
 @check("any block size, including 1 and a partial last block", max_examples=10, hint="Slice k[:, :, j0:j0 + block_size] "
@@ -83,7 +55,7 @@ def non_causal(ctx: Ctx, case) -> None:
 @example(case={"batch": 1, "heads": 1, "seq_q": 2, "seq_k": 5, "head_dim": 4, "causal": False,
                "block_size": 3, "scale": 1.0, "seed": 0})
 def block_sizes(ctx: Ctx, case) -> None:
-    _run(ctx, case)
+    attention_checks.run(ctx, ENTRY, case)
 
 
 @check("rescales the running sums when the maximum grows", max_examples=10, hint="Multiply l and acc by "
@@ -94,7 +66,7 @@ def rescaling(ctx: Ctx, case, grow: bool) -> None:
     case = dict(case, block_size=min(case["block_size"], 4) if grow else case["block_size"])
     case["seq_k"] = max(case["seq_k"], 9)
     note(f"seq_k raised to {case['seq_k']}, block_size {case['block_size']}")
-    _run(ctx, case)
+    attention_checks.run(ctx, ENTRY, case)
 
 
 @check("causal mask is aligned bottom-right", max_examples=10, hint="Query i is at absolute position i + seq_k - seq_q "
@@ -103,7 +75,7 @@ def rescaling(ctx: Ctx, case, grow: bool) -> None:
 @example(case={"batch": 1, "heads": 1, "seq_q": 1, "seq_k": 4, "head_dim": 4, "causal": True,
                "block_size": 3, "scale": 1.0, "seed": 0})
 def causal_bottom_right(ctx: Ctx, case) -> None:
-    _run(ctx, case)
+    attention_checks.run(ctx, ENTRY, case)
 
 
 @check("masked keys get no weight, however large their scores", max_examples=5, hint="Mask with "
@@ -111,22 +83,14 @@ def causal_bottom_right(ctx: Ctx, case) -> None:
        "leaves weight on a masked key whose score is larger than the penalty.")
 @given(case=tiled_cases(causal=True))
 def masked_keys_huge_scores(ctx: Ctx, case) -> None:
-    # head_dim 4 or 16: a power-of-two scale keeps the huge scores exact in any summation order
-    case = dict(case, seq_k=max(case["seq_k"], case["seq_q"] + 1),
-                head_dim=4 if case["head_dim"] < 16 else 16)
-    q, k, v, text = gs.hidden_keys_with_huge_scores(*_inputs(case, ctx.device))
-    note(f"seq_k = {case['seq_k']}, head_dim = {case['head_dim']}; {text}")
-    _run(ctx, case, tensors=(q, k, v))
+    attention_checks.masked_keys_huge_scores(ctx, ENTRY, case)
 
 
 @check("a second call with new values of the same shape gets a new answer", max_examples=3,
        hint="Nothing may be cached between calls: compute every result from the tensors given.")
 @given(case=tiled_cases())
 def no_stale_results(ctx: Ctx, case) -> None:
-    _run(ctx, case)
-    again = dict(case, seed=case["seed"] + 7919)
-    note(f"then the same shapes with seed={again['seed']}")
-    _run(ctx, again)
+    attention_checks.no_stale_results(ctx, ENTRY, case)
 
 
 @check("an explicit sm_scale is used", max_examples=10, hint="Only sm_scale=None means 1/sqrt(head_dim); "
@@ -135,15 +99,14 @@ def no_stale_results(ctx: Ctx, case) -> None:
 @example(case={"batch": 1, "heads": 2, "seq_q": 3, "seq_k": 7, "head_dim": 4, "causal": True,
                "block_size": 3, "scale": 1.0, "seed": 2}, sm_scale=0.0)
 def custom_scale(ctx: Ctx, case, sm_scale: float) -> None:
-    note(f"sm_scale={sm_scale}")
-    _run(ctx, case, sm_scale=sm_scale)
+    attention_checks.custom_scale(ctx, ENTRY, case, sm_scale)
 
 
 @check("stays finite for large scores", max_examples=10, hint="exp of a score in the hundreds is inf in float32: "
        "subtract the running maximum inside every exp.")
 @given(case=tiled_cases(scale=30.0))
 def large_logits(ctx: Ctx, case) -> None:
-    _run(ctx, case)
+    attention_checks.run(ctx, ENTRY, case)
 
 
 MEMORY_CASES = (
@@ -172,7 +135,7 @@ def memory_bound(ctx: Ctx, layout: int, pick: int, seed: int, causal: bool) -> N
     case = {"batch": b, "heads": h, "seq_q": tq, "seq_k": tk, "head_dim": d, "causal": causal,
             "block_size": block_size, "scale": 1.0, "seed": seed}
     note(_describe(case))
-    _run(ctx, case)
+    attention_checks.run(ctx, ENTRY, case)
     stats = ctx.sub.last_call_stats()
     largest = int(stats.get("max_numel", -1))
     expect(largest >= 0, "the grader could not measure the memory of the call")

@@ -1,5 +1,5 @@
 """What each screen looks like at 80x24 (pytest-textual-snapshot). Fixed library, clock and data;
-regenerate with ``pytest tests/test_tui_snapshots.py --snapshot-update`` after a deliberate change."""
+regenerate with ``pytest tests/functional/test_tui_snapshots.py --snapshot-update`` after a deliberate change."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from inferview.tests.support.tui import (  # noqa: F401
     app_factory_fixture,
 )
 from inferview.tui.app import InitialChallenge
+from inferview.tui.screens.challenge import workspace_file
 from textual.widgets import Input, TextArea
 
 SIZE = (80, 24)
@@ -70,6 +71,8 @@ def test_challenges(app_factory, snap_compare) -> None:
 
 def test_challenge_with_a_failed_result(app_factory, snap_compare) -> None:
     app = app_factory(initial=InitialChallenge("demo-sum"))
+    # the saved solution is the one graded: a result is shown only for the source it graded
+    workspace_file("demo-sum", WRONG).write_text(WRONG, encoding="utf-8")
     app.services.get_store().record_submission("demo-sum", FAILED, WRONG, at=FIXED_NOW)
     assert snap_compare(app, terminal_size=SIZE, run_before=_drive())
 

@@ -32,8 +32,9 @@ NUMERIC_AFTER = {"kv-cache": "kv_cache_bytes", "attention-variants": "kv_cache_b
                  "speculative-decoding": "spec_expected_tokens", "serving": "decode_arithmetic_intensity"}
 """Where an interviewer asks for an estimate, and which quantity."""
 
-CHALLENGE_SHARE = 0.45
-"""At most this share of the session goes to the coding challenge."""
+CHALLENGE_SHARE = 0.7
+"""A coding challenge is planned only when its whole time budget fits in this share of the session
+(a 30-minute mock fits a 20-minute challenge; a 15-minute one is questions only)."""
 
 CORE_TOPICS = 6
 """The first topics of the story: where the conversation spends most of a short interview."""
@@ -67,6 +68,8 @@ class Plan:
     """The items of a session, in order."""
 
     items: list[PlanItem] = field(default_factory=list)
+    note: str = ""
+    """What the plan left out and why (a session too short for a coding item), for the user."""
 
     @property
     def total_budget_s(self) -> int:
@@ -98,8 +101,9 @@ def _pick_challenge(lib: Library, total_s: int, focus: str | None, rng: random.R
     if not challenges:
         return None
     cap = total_s * CHALLENGE_SHARE
-    fitting = [c for c in challenges if c.spec.time_budget_min * 60 <= cap]
-    pool = fitting or sorted(challenges, key=lambda c: c.spec.time_budget_min)[:1]
+    pool = [c for c in challenges if c.spec.time_budget_min * 60 <= cap]
+    if not pool:
+        return None
     if focus:
         focused = [c for c in pool if c.spec.topic == focus]
         pool = focused or pool
@@ -132,6 +136,16 @@ def _cover(lib: Library, topic: str, spare: float, add: Any, follow: Any, used: 
         follow(primary)
 
 
+def no_coding_note(lib: Library, total_s: int) -> str:
+    """Why a session of ``total_s`` seconds has no coding item."""
+    budgets = [c.spec.time_budget_min for c in lib.challenges.values() if c.spec.device != "cuda"]
+    if not budgets:
+        return "No coding item: no challenge runs on this machine."
+    need = min(budgets) / CHALLENGE_SHARE
+    return (f"No coding item: the shortest challenge takes {min(budgets)} minutes, which needs a "
+            f"session of at least {need:.0f} minutes. This one is questions only.")
+
+
 def build_plan(lib: Library, minutes: float, focus: str | None = None, seed: int = 0,
                with_challenge: bool = True) -> Plan:
     """A story-ordered plan that fits ``minutes``: questions, follow-ups, estimates, one challenge."""
@@ -143,7 +157,9 @@ def build_plan(lib: Library, minutes: float, focus: str | None = None, seed: int
     challenge = _pick_challenge(lib, total, focus, rng) if with_challenge else None
     challenge_s = 0
     if challenge is not None:
-        challenge_s = min(challenge.spec.time_budget_min * 60, int(total * CHALLENGE_SHARE))
+        challenge_s = challenge.spec.time_budget_min * 60
+    elif with_challenge:
+        plan.note = no_coding_note(lib, total)
     left = total - challenge_s
 
     def add(q: Any, follow_up_of: str | None = None) -> bool:

@@ -228,9 +228,13 @@ def build_report(session: MockSession, lib: Library, session_id: int | None = No
             score = 1.0 if verdict == "passed" else (passed / len(checks) * 0.5 if checks else 0.0)
             failing = [c for c in checks if c.get("status") in ("failed", "error")]
             ch = lib.challenges.get(item.ref)
+            attempted = bool(response) and bool(response.get("attempted", result is not None))
+            message = (result or {}).get("message", "")
+            if attempted and result is None:
+                message = f"handed in but not graded: {(response or {}).get('error') or 'no result'}"
             rep = ItemReport(i, "challenge", item.ref, item.topic, ch.spec.title if ch else item.ref, item.budget_s,
-                             (response or {}).get("time_s"), result is not None, score, verdict=verdict,
-                             failing_checks=failing, message=(result or {}).get("message", ""))
+                             (response or {}).get("time_s"), attempted, score, verdict=verdict,
+                             failing_checks=failing, message=message)
             challenge = {"id": item.ref, "verdict": verdict, "failing_checks": failing,
                          "seed": (result or {}).get("seed"), "backend": (result or {}).get("backend")}
         else:

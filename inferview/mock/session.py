@@ -87,7 +87,8 @@ class MockSession:
         """Everything needed to resume, as JSON-compatible data (the clock is not saved)."""
         return {
             "minutes": self.minutes, "focus": self.focus, "seed": self.seed,
-            "plan": [i.to_dict() for i in self.plan.items], "index": self.index,
+            "plan": [i.to_dict() for i in self.plan.items], "plan_note": self.plan.note,
+            "index": self.index,
             "responses": {str(k): v for k, v in self.responses.items()},
             "elapsed_s": self.elapsed_s(), "status": self.status, "warned": self.warned,
             "started_at": self.started_at, "finished_reason": self.finished_reason,
@@ -99,7 +100,8 @@ class MockSession:
         """Restore a saved session, paused (call :meth:`resume` to run the clock again)."""
         s = cls(
             minutes=state["minutes"], focus=state.get("focus"), seed=state["seed"],
-            plan=Plan([PlanItem(**i) for i in state["plan"]]), index=state["index"],
+            plan=Plan([PlanItem(**i) for i in state["plan"]], note=state.get("plan_note", "")),
+            index=state["index"],
             responses={int(k): v for k, v in state.get("responses", {}).items()},
             elapsed_before_s=float(state.get("elapsed_s", 0.0)),
             status="finished" if state.get("status") == "finished" else "paused",
@@ -177,12 +179,25 @@ class MockSession:
             raise RuntimeError("the current item is not a question")
         self._record({"text": text or "", "selected": list(selected or [])})
 
-    def submit_challenge(self, result: dict[str, Any] | None, source: str = "") -> None:
-        """Record the challenge's last grading result (None when nothing was graded) and move on."""
+    def submit_challenge(self, result: dict[str, Any] | None, source: str = "",
+                         response: dict[str, Any] | None = None) -> None:
+        """Record the coding item and move on: ``response`` as
+        :func:`inferview.mock.coding.hand_in_response` builds it (the last result when it graded
+        the handed-in source, else that source, pending), or the plain last ``result``."""
         item = self.current
         if item is None or item.kind != "challenge":
             raise RuntimeError("the current item is not the challenge")
-        self._record({"result": result, "source": source})
+        self._record(response if response is not None else {"result": result, "source": source})
+
+    def open_item(self) -> tuple[int, PlanItem] | None:
+        """The item on screen when the session ended (or now), if it has no response yet."""
+        if self.index >= len(self.plan.items) or self.index in self.responses:
+            return None
+        return self.index, self.plan.items[self.index]
+
+    def record_at(self, index: int, response: dict[str, Any]) -> None:
+        """Record the response of the item that was open when the session ended, with its time."""
+        self.responses[index] = {**response, "time_s": round(self.elapsed_s() - self.item_started_s, 3)}
 
     def skip(self) -> None:
         """Move on without answering (counts as unanswered)."""

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 from inferview.content.loader import Library
-from inferview.mock.report import Report, build_report
+from inferview.mock import coding
+from inferview.mock.report import REVIEW_BELOW, Report, build_report
 from inferview.mock.session import MockSession
 from inferview.store import Store
 
@@ -41,18 +43,46 @@ def resumable(store: Store) -> list[dict]:
     return [m for m in store.list_mocks() if m["status"] in ("running", "paused")]
 
 
-def finish(store: Store, lib: Library, mock_id: int, session: MockSession) -> Report:
-    """End the session if needed, grade it, schedule the questions to review, save the report."""
+def finish(store: Store, lib: Library, mock_id: int, session: MockSession, backend: Any = None,
+           now: Any = None) -> Report:
+    """End the session if needed, grade it (a coding item handed in without a grading of its very
+    source is graded now, through ``backend``: the in-process engine by default), schedule the
+    questions to review, save the report."""
     if session.status != "finished":
         session.end()
+    if coding.pending(session):
+        if backend is None:
+            from inferview.submit import LocalBackend
+
+            backend = LocalBackend()
+        coding.grade_pending(session, lib, mock_id, backend, store=store, now=now)
     report = build_report(session, lib, mock_id)
+    _record_answers(store, report, mock_id)
     from inferview.progress import schedule_reviews
 
-    schedule_reviews(store, lib, report.review)
+    # answered and weak: a review due now; never reached: a suggested new question
+    schedule_reviews(store, lib, report.review, reason=f"missed in mock interview {mock_id}")
     state = session.to_state()
     state["report"] = report.to_dict()
     store.update_mock(mock_id, state, "finished")
     return report
+
+
+def _record_answers(store: Store, report: Report, mock_id: int) -> None:
+    """Each answered question becomes an attempt in the store and a review of its card, rated from
+    its score, as in Practice: the mock asked it, so it is no longer new."""
+    from inferview.practice.scheduler import ReviewScheduler, suggest_rating
+
+    scheduler = ReviewScheduler(store)
+    for it in report.items:
+        if it.kind != "question" or not it.answered:
+            continue
+        correct = it.score >= REVIEW_BELOW and not it.misconceptions
+        store.record_question_attempt(it.ref, it.topic, "mock", it.answer,
+                                      {"score": it.score, "key_points_missed": it.key_points_missed,
+                                       "misconceptions": it.misconceptions}, correct,
+                                      duration_s=it.time_s, mock_id=mock_id)
+        scheduler.review(it.ref, it.topic, suggest_rating(it.score, correct), duration_s=it.time_s)
 
 
 def load_report(store: Store, mock_id: int) -> Report:

@@ -173,6 +173,120 @@ async def test_the_interview_challenge_shows_the_clock_and_no_hints_or_solution(
         assert sub["mock_id"] == screen.mock_id
 
 
+async def _to_the_challenge(pilot, screen) -> None:
+    while screen.session.current.kind != "challenge":
+        await pilot.press("ctrl+k")
+        await settle(pilot)
+
+
+async def _wait_for_report(pilot, app) -> Report:
+    for _ in range(40):
+        if isinstance(app.screen, MockReportScreen):
+            return app.screen.report
+        await settle(pilot)
+    raise AssertionError(f"no report; the screen shows:\n{screen_text(app)}")
+
+
+async def test_a_solution_handed_in_without_running_it_is_graded(app_factory):
+    """ctrl+n on the coding item, with a correct solution in the mock's file and no ctrl+r: the
+    report grades the file and says passed."""
+    from inferview.mock.coding import mock_file
+
+    app = app_factory()
+    clock = FakeClock()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open(pilot, MockScreen(minutes=30, seed=1, clock=clock))
+        await _to_the_challenge(pilot, screen)
+        path = mock_file(screen.mock_id, "demo-sum")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("def add(a, b):\n    return a + b\n", encoding="utf-8")  # their own editor
+        clock.t += 300
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        while screen.session is not None and screen.session.current is not None:
+            await pilot.press("ctrl+k")
+            await settle(pilot)
+        report = await _wait_for_report(pilot, app)
+        (item,) = [i for i in report.items if i.kind == "challenge"]
+        assert item.answered and item.verdict == "passed" and item.score == 1.0
+        assert item.time_s == 300
+        assert report.challenge["verdict"] == "passed"
+        assert "not graded" not in report.to_markdown()
+        assert app.services.get_store().submissions("demo-sum")[0]["mock_id"] == screen.mock_id
+
+
+async def test_time_running_out_in_the_editor_grades_what_was_typed(app_factory):
+    """The clock runs out with the editor open and the solution typed but never saved or run:
+    the edits are saved, the file is graded, the report says passed with the item's time."""
+    app = app_factory()
+    clock = FakeClock()
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await _open(pilot, MockScreen(minutes=30, seed=1, clock=clock))
+        await _to_the_challenge(pilot, screen)
+        started = clock.t
+        await pilot.press("ctrl+o")
+        await settle(pilot)
+        app.screen.query_one("#editor").text = "def add(a, b):\n    return a + b\n"
+        clock.t += 31 * 60
+        screen.tick()
+        report = await _wait_for_report(pilot, app)
+        (item,) = [i for i in report.items if i.kind == "challenge"]
+        assert report.reason == "time up"
+        assert item.answered and item.verdict == "passed"
+        assert item.time_s == screen_time_left(started, clock)
+
+
+def screen_time_left(started: float, clock: FakeClock) -> float:
+    """The coding item's time when the clock ran out: from its start to the end of the 30 minutes."""
+    return 30 * 60 - (started - 100.0)
+
+
+async def test_an_untouched_starter_is_not_attempted(app_factory):
+    app = app_factory()
+    clock = FakeClock()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open(pilot, MockScreen(minutes=30, seed=1, clock=clock))
+        await _to_the_challenge(pilot, screen)
+        await pilot.press("ctrl+o")
+        await settle(pilot)
+        app.screen.action_back()
+        await settle(pilot)
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        while screen.session is not None and screen.session.current is not None:
+            await pilot.press("ctrl+k")
+            await settle(pilot)
+        report = await _wait_for_report(pilot, app)
+        (item,) = [i for i in report.items if i.kind == "challenge"]
+        assert not item.answered and item.verdict is None
+        assert app.services.get_grader().graded == []  # nothing to grade: the starter as given
+
+
+async def test_a_choice_question_starts_with_its_first_option_highlighted(app_factory):
+    app = app_factory()
+    clock = FakeClock()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open(pilot, MockScreen(minutes=30, seed=1, clock=clock))
+        lib = app.services.get_library()
+        while screen.session.current is not None:
+            item = screen.session.current
+            q = lib.questions.get(item.ref) if item.kind == "question" else None
+            if q is not None and q.kind == "choice":
+                break
+            await pilot.press("ctrl+k")
+            await settle(pilot)
+        else:
+            raise AssertionError("the plan has no choice question")
+        sel = screen.query_one("#answer-choice")
+        assert sel.highlighted == 0
+        await pilot.press("down", "space", "ctrl+n")
+        await settle(pilot)
+        shown = screen.session.responses[screen.session.index - 1]["selected"]
+        from inferview.practice.choice import display_order
+
+        assert shown == [display_order(q, item.seed)[1]]  # the option the user aimed at
+
+
 def _fixed_report() -> Report:
     items = [
         ItemReport(0, "question", "kv-why", "kv-cache", "Why isn't the 500th token 500 times more expensive?",

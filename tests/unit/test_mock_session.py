@@ -6,7 +6,7 @@ import pytest
 from inferview.tests.support.mock_library import make_library
 
 from inferview.mock import store as mock_store
-from inferview.mock.plan import build_plan
+from inferview.mock.plan import CHALLENGE_SHARE, build_plan
 from inferview.mock.session import MockSession
 from inferview.store import Store
 
@@ -44,7 +44,20 @@ def test_plan_is_deterministic_and_sized_to_the_time():
     short, long = build_plan(lib, 15, seed=7), build_plan(lib, 60, seed=7)
     assert len(short.items) < len(long.items)
     (ch,) = [i for i in short.items if i.kind == "challenge"]
-    assert ch.budget_s <= 0.45 * 15 * 60
+    # a coding item gets its whole budget, and only when that fits the session's coding share
+    assert ch.budget_s == lib.challenges[ch.ref].spec.time_budget_min * 60
+    assert ch.budget_s <= CHALLENGE_SHARE * 15 * 60
+
+
+def test_a_session_too_short_for_the_coding_item_has_none_and_says_so():
+    lib = make_library()
+    for minutes in (2, 5):
+        plan = build_plan(lib, minutes, seed=3)
+        assert [i for i in plan.items if i.kind == "challenge"] == []
+        assert plan.note.startswith("No coding item: the shortest challenge takes 10 minutes")
+        assert plan.items and plan.total_budget_s <= minutes * 60 + 30
+    assert build_plan(lib, 30, seed=3).note == ""
+    assert build_plan(lib, 2, seed=3, with_challenge=False).note == ""
 
 
 def test_focus_topic_comes_early_and_gets_more_questions():

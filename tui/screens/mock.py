@@ -29,6 +29,7 @@ from inferview.tui.screens.mock_report import MockReportScreen
 from inferview.tui.widgets.answers import AnswerArea, AnswerInput
 from inferview.tui.widgets.choices import ChoiceList
 from inferview.tui.widgets.inline import inline_text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -43,7 +44,7 @@ from textual.widgets import (
     TextArea,
 )
 
-from inferview import paths
+from inferview.mock import coding
 from inferview.mock import store as mock_store
 from inferview.mock.session import MockSession
 from inferview.practice.choice import display_order
@@ -141,6 +142,8 @@ class MockScreen(Screen[None]):
             self.notify(str(exc), severity="error")
             self.app.pop_screen()
             return
+        if self.session.plan.note:
+            self.notify(self.session.plan.note, title="Mock interview", timeout=10)
         self._show_item()
 
     def _resume(self, mock_id: int) -> None:
@@ -212,6 +215,7 @@ class MockScreen(Screen[None]):
             sel.border_title = "select all that apply" if q.multiple else "select one"
             sel.display = True
             sel.focus()
+            sel.highlighted = 0  # as in Practice: the first arrow key moves, it does not only focus
         elif kind == "numeric":
             box = self.query_one("#answer-numeric", Input)
             box.value = ""
@@ -228,13 +232,15 @@ class MockScreen(Screen[None]):
         lib = self.app.services.get_library()
         ch = lib.challenges.get(item.ref)
         title = ch.spec.title if ch else item.ref
+        minutes = max(1, round(item.budget_s / 60))
         self.query_one("#mock-prompt", Markdown).update(
-            f"**Interviewer:** Let's write some code. *{title}* — about {item.budget_s // 60} minutes.\n\n"
-            + (ch.statement_text() if ch else ""))
+            f"**Interviewer:** Let's write some code. *{title}* — about {minutes} minute"
+            f"{'s' if minutes != 1 else ''}.\n\n" + (ch.statement_text() if ch else ""))
         info = self.query_one("#challenge-info", Static)
         result = self._challenge_result
         status = f"last run: {result.get('verdict')}" if result else "not run yet"
-        info.update(f"ctrl+o opens the editor (ctrl+r runs the tests there) · {status} · ctrl+n hands it in")
+        info.update(f"ctrl+o opens the editor (ctrl+r runs the tests there) · {status} · ctrl+n hands "
+                    "it in (what the file holds is graded)")
         info.display = True
         # no answer box here: the statement takes the focus, so the arrows and page keys scroll it
         self.query_one("#mock-card", VerticalScroll).focus()
@@ -256,6 +262,7 @@ class MockScreen(Screen[None]):
                 self.app.notify(event.message, title="Mock interview", severity="warning", timeout=8)
             elif event.kind == "expired":
                 self.app.notify(event.message, title="Mock interview", severity="warning", timeout=8)
+                self._close_editor()
                 while self.app.screen is not self and len(self.app.screen_stack) > 1:
                     self.app.pop_screen()
                 self._finish()
@@ -280,7 +287,7 @@ class MockScreen(Screen[None]):
         if item is None:
             return
         if item.kind == "challenge":
-            s.submit_challenge(self._challenge_result, self._challenge_source)
+            s.submit_challenge(None, response=self._hand_in(item.ref))
         else:
             q = self.app.services.get_library().questions.get(item.ref)
             if q is not None and q.kind == "choice":
@@ -384,7 +391,7 @@ class MockScreen(Screen[None]):
 
         lib = self.app.services.get_library()
         ch = lib.challenges.get(item.ref)
-        path = paths.workspace_dir() / f"mock-{self.mock_id}" / f"{item.ref}.py"
+        path = coding.mock_file(self.mock_id, item.ref)
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(ch.starter_text() if ch else "", encoding="utf-8")
@@ -400,12 +407,34 @@ class MockScreen(Screen[None]):
         if opened is None or item is None or item.kind != "challenge":
             return
         if outcome is not None:
+            # the result belongs to the source it graded, not to what the file holds now
             self._challenge_result = outcome.result.to_json()
-        try:
-            self._challenge_source = opened[1].read_text(encoding="utf-8")
-        except OSError:
-            self._challenge_source = ""
+            self._challenge_source = outcome.source
         self._show_item()
+
+    def _close_editor(self) -> None:
+        """Time is up with the editor open: save its unsaved edits and keep its last result."""
+        from inferview.tui.screens.challenge import ChallengeScreen
+
+        for screen in self.app.screen_stack:
+            if isinstance(screen, ChallengeScreen) and screen.mock_id == self.mock_id:
+                screen.before_quit()
+                if screen.outcome is not None:
+                    self._challenge_result = screen.outcome.result.to_json()
+                    self._challenge_source = screen.outcome.source
+        self._challenge_open = None
+
+    def _hand_in(self, challenge_id: str) -> dict[str, Any]:
+        """The coding item's response: its last result when it graded what the file holds now,
+        else that source, to be graded when the interview ends."""
+        ch = self.app.services.get_library().challenges.get(challenge_id)
+        path = coding.mock_file(self.mock_id, challenge_id)
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+        except OSError:
+            text = None
+        return coding.hand_in_response(self._challenge_result, self._challenge_source, text,
+                                       ch.starter_text() if ch else "")
 
     # ------------------------------------------------------------------ the end
 
@@ -414,8 +443,31 @@ class MockScreen(Screen[None]):
         if s is None or self.mock_id is None:
             return
         services = self.app.services
-        report = mock_store.finish(services.get_store(), services.get_library(), self.mock_id, s)
+        if s.status != "finished":
+            s.end()
+        coding.close_open_item(s, services.get_library(), self.mock_id, self._challenge_result,
+                               self._challenge_source)
         self.session = None
+        if coding.pending(s):
+            # the coding item was handed in (or cut off) without a grading of that source
+            self.query_one("#mock-prompt", Markdown).update(
+                "**Grading your solution…** the report follows in a moment.")
+            for wid in ("#answer-open", "#answer-numeric", "#answer-choice", "#challenge-info"):
+                self.query_one(wid).display = False
+            self._finish_grading(s)
+            return
+        self._show_report(mock_store.finish(services.get_store(), services.get_library(), self.mock_id, s))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="mock report")
+    def _finish_grading(self, s: MockSession) -> None:
+        from inferview.submit import ServiceBackend
+
+        services = self.app.services
+        report = mock_store.finish(services.get_store(), services.get_library(), self.mock_id, s,
+                                   backend=ServiceBackend(services.get_grader()), now=services.now())
+        self.app.call_from_thread(self._show_report, report)
+
+    def _show_report(self, report: Any) -> None:
         self.app.switch_screen(MockReportScreen(report))
 
 

@@ -95,25 +95,14 @@ class Report:
                     out.append(f"  - smallest failing input: `{_one_line(chk['counterexample'])}`")
                 if chk.get("hint"):
                     out.append(f"  - hint: {chk['hint']}")
-        missed = [it for it in self.items if it.key_points_missed]
-        if missed:
-            out += ["", "## Key points missed", ""]
-            for it in missed:
-                out.append(f"- **{it.index + 1}. {_label(it)}**")
-                out += [f"  - {kp}" for kp in it.key_points_missed]
-        flags = [it for it in self.items if it.misconceptions]
-        if flags:
-            out += ["", "## Misconceptions flagged", ""]
-            for it in flags:
-                out.append(f"- **{it.index + 1}. {_label(it)}**")
-                out += [f"  - “{m['claim']}” — {m['correction']}" for m in it.misconceptions]
+        out += self._by_topic(title)
         if self.review:
-            prompts = {it.ref: it.prompt for it in self.items if it.kind == "question"}
-            out += ["", "## To review", "", "These questions are now due in your review queue:", ""]
+            out += ["", "## To review next", "",
+                    "In your practice queue now: the questions you answered weakly are due, the ones "
+                    "the interview did not reach are suggested.", ""]
             for qid in self.review:
-                q = lib.questions.get(qid) if lib else None
-                prompt = prompts.get(qid) or (q.prompt if q is not None else "")
-                out.append(f"- {_shorten(prompt)} (`{qid}`)" if prompt else f"- `{qid}`")
+                label = self._review_label(qid, lib)
+                out.append(f"- {label} (`{qid}`)" if label else f"- `{qid}`")
         answered = [it for it in self.items if it.kind == "question"]
         if answered:
             out += ["", "## Answers and model answers", ""]
@@ -124,6 +113,50 @@ class Report:
                 if it.message:
                     out += [f"_{it.message}_", ""]
         return "\n".join(out).rstrip() + "\n"
+
+
+    def _by_topic(self, title: Any) -> list[str]:
+        """Per topic: its score, the key points missed and the errors made (with corrections)."""
+        out = ["", "## What each topic showed", ""]
+        for topic, s in self.topics.items():
+            items = [it for it in self.items if it.topic == topic]
+            out += [f"### {title(topic)}: {100 * s['score']:.0f}%", ""]
+            lines = []
+            for it in items:
+                if it.kind == "challenge":
+                    verdict = it.verdict or ("not graded" if it.answered else "not attempted")
+                    lines.append(f"- Coding, {_label(it)}: **{verdict}**"
+                                 + (f", {len(it.failing_checks)} failing check"
+                                    f"{'s' if len(it.failing_checks) != 1 else ''}"
+                                    if it.failing_checks else ""))
+                    continue
+                if not it.answered:
+                    lines.append(f"- {_label(it)}: not answered")
+                    continue
+                lines += [f"- Missed ({_label(it)}): {kp}" for kp in it.key_points_missed]
+                lines += [f"- Error ({_label(it)}): “{m['claim']}” — {m['correction']}"
+                          for m in it.misconceptions]
+            out += (lines or ["- Every key point made, no error."]) + [""]
+        return out[:-1]
+
+    def _review_label(self, qid: str, lib: Library | None) -> str:
+        """A review item's name: its prompt as asked, or as a drill renders it (never a template)."""
+        asked = next((it for it in self.items if it.kind == "question" and it.ref == qid), None)
+        if asked is not None:
+            return _shorten(_plain(asked.prompt))
+        q = lib.questions.get(qid) if lib else None
+        if q is None:
+            return ""
+        if isinstance(q, NumericQuestion):
+            from inferview.practice.drills import render
+
+            return _shorten(_plain(render(q, seed=0).prompt))
+        return _shorten(_plain(q.prompt))
+
+
+def _plain(text: str) -> str:
+    """Markdown emphasis and code marks out: a shortened title must not leave a backtick open."""
+    return text.replace("**", "").replace("`", "")
 
 
 LABEL_CHARS = 70
@@ -143,7 +176,7 @@ def _shorten(text: str, width: int = LABEL_CHARS) -> str:
 
 def _label(item: ItemReport) -> str:
     """How an item is named in the report: the start of its prompt (a challenge: its title)."""
-    return _shorten(item.prompt.replace("**", "").replace("`", "")) if item.prompt else item.ref
+    return _shorten(_plain(item.prompt)) if item.prompt else item.ref
 
 
 def _when(iso: str) -> str:

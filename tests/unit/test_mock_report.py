@@ -170,11 +170,15 @@ def test_the_markdown_names_items_by_prompt_and_title_not_by_id():
     assert f"## Coding challenge: {LIB.challenges[challenge.ref].spec.title}" in md
     first = next(i for i in s.plan.items if i.kind == "question")
     q = LIB.questions[first.ref]
-    section = md[md.index("## Key points missed"):md.index("## To review")]
-    assert f"**{first.ref}**" not in section
-    assert section.splitlines()[2].startswith("- **1. ") and f"  - {q.key_points[0].point}" in section
+    section = md[md.index("## What each topic showed"):md.index("## To review")]
+    assert f"{first.ref}" not in section  # named by prompt, not by id
+    assert f"### {LIB.topic_title(first.topic)}: 0%" in section
+    assert "- Coding, " in section and ": **not attempted**" in section
     review = md[md.index("## To review"):md.index("## Answers")]
     assert f"(`{first.ref}`)" in review and f"- `{first.ref}`" not in review
+    for line in review.splitlines():
+        assert "{" not in line, line  # drills named as rendered, never by their template
+        assert line.count("`") % 2 == 0, line  # a shortened title leaves no backtick open
     for line in md[md.index("## Items"):md.index("## Coding")].strip().splitlines()[4:]:
         label = line.split(" | ")[1]
         assert len(label) <= 70 and (label.endswith("…") or not label.endswith(" "))

@@ -12,7 +12,7 @@ from inferview.text import plural
 
 @click.command("lint")
 @click.argument("path", required=False, type=click.Path(path_type=Path))
-@click.option("--write-schema", is_flag=True, help="Regenerate the JSON Schemas for banks and challenge.yaml.")
+@click.option("--write-schema", is_flag=True, hidden=True, help="Regenerate the JSON Schemas for banks and challenge.yaml.")
 def command(path: Path | None, write_schema: bool) -> None:
     """Validate every question bank and challenge (built-in and your own), or one file or folder.
 

@@ -357,6 +357,10 @@ def cross_reference_errors(lib: Library) -> list[ContentError]:
         for f in q.follow_ups:
             if f not in lib.questions:
                 errors.append(ContentError(path, None, f"question {qid}.follow_ups", f"no question with id {f!r}"))
+        for i, kp in enumerate(getattr(q, "key_points", ())):
+            if kp.probe is not None and (kp.probe not in lib.questions or kp.probe == qid):
+                errors.append(ContentError(path, None, f"question {qid}.key_points[{i}].probe",
+                                           f"no other question with id {kp.probe!r}"))
     for _cid, ch in lib.challenges.items():
         path = ch.folder / "challenge.yaml"
         if ch.spec.topic not in lib.topics:

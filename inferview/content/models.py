@@ -45,6 +45,9 @@ class KeyPoint(_Model):
     reversible: bool = True
     """Whether an answer that states this claim's opposite (negated) is flagged as an error; false
     for claims whose negation is also true in another context."""
+    probe: str | None = None
+    """The id of the question an interviewer asks next when an answer misses this point (a mock
+    interview follows up with it); without it the mock picks a question on the missed concept."""
 
 
 class Misconception(_Model):

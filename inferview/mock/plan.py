@@ -58,6 +58,8 @@ class PlanItem:
     """Seed for rendering a numeric drill (which preset and parameters)."""
     follow_up_of: str | None = None
     """The question this one follows up, if any."""
+    probes: str = ""
+    """The key point a previous answer missed that this question probes (an adaptive follow-up)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

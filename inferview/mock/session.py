@@ -189,6 +189,21 @@ class MockSession:
             raise RuntimeError("the current item is not the challenge")
         self._record(response if response is not None else {"result": result, "source": source})
 
+    def insert_next(self, item: PlanItem) -> None:
+        """Ask ``item`` next (moving it up if it was planned later), then drop the last questions
+        not yet asked, never a probe or the coding item, while the plan overruns the time left."""
+        items = self.plan.items
+        later = [i for i in range(self.index, len(items)) if items[i].ref == item.ref]
+        for i in reversed(later):
+            del items[i]
+        items.insert(self.index, item)
+        while sum(i.budget_s for i in items[self.index:]) > self.remaining_s() + 30:
+            droppable = [i for i in range(self.index + 1, len(items))
+                         if items[i].kind == "question" and not items[i].probes]
+            if not droppable:
+                break
+            del items[droppable[-1]]
+
     def open_item(self) -> tuple[int, PlanItem] | None:
         """The item on screen when the session ended (or now), if it has no response yet."""
         if self.index >= len(self.plan.items) or self.index in self.responses:

@@ -519,3 +519,26 @@ async def test_a_focus_without_a_length_opens_the_hub_with_the_focus_chosen(app_
         await _open(pilot, MockScreen(focus="flash-attention"))
         assert isinstance(app.screen, MockHubScreen)
         assert app.screen.query_one("#focus", Select).value == "flash-attention"
+
+
+async def test_a_missed_key_point_brings_the_probing_question_next(app_factory):
+    """In the app: the opener answered without its second point; the next screen asks the question
+    that probes it, marked as a follow-up, and the answer itself is still not graded on screen."""
+    app = app_factory()
+    clock = FakeClock()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open(pilot, MockScreen(minutes=30, seed=1, clock=clock))
+        s = screen.session
+        first = s.current
+        lib = app.services.get_library()
+        q = lib.questions[first.ref]
+        assert q.kind == "open" and len(q.key_points) >= 2
+        screen.query_one("#answer-open").text = "The KV cache stores the keys and values."
+        clock.t += 30
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        nxt = s.current
+        assert nxt.ref == "fa-exact", [i.ref for i in s.plan.items]  # the point's probe, moved up
+        assert nxt.follow_up_of == first.ref and nxt.probes == "only the new token needs a forward pass"
+        assert "follow-up" in screen_text(app)
+        assert "missed" not in screen_text(app).lower()

@@ -67,6 +67,7 @@ questions:
         match: ["(cache|store|keep) (kv|keys and values)", "(kv|keys and values) (cache|store|keep)"]
       - point: only the new token needs a forward pass
         match: ["(only|just|1) new token", "(compute|forward pass) (new|1) token"]
+        probe: fa-exact
     misconceptions:
       - claim: the cache stores the queries
         match: ["(cache|store) (query|queries)"]

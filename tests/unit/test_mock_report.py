@@ -169,7 +169,7 @@ def test_the_markdown_names_items_by_prompt_and_title_not_by_id():
     challenge = next(i for i in s.plan.items if i.kind == "challenge")
     assert f"## Coding challenge: {LIB.challenges[challenge.ref].spec.title}" in md
     first = next(i for i in s.plan.items if i.kind == "question")
-    q = LIB.questions[first.ref]
+    LIB.questions[first.ref]
     section = md[md.index("## What each topic showed"):md.index("## To review")]
     assert f"{first.ref}" not in section  # named by prompt, not by id
     assert f"### {LIB.topic_title(first.topic)}: 0%" in section

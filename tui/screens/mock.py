@@ -44,7 +44,7 @@ from textual.widgets import (
     TextArea,
 )
 
-from inferview.mock import coding
+from inferview.mock import coding, probe
 from inferview.mock import store as mock_store
 from inferview.mock.session import MockSession
 from inferview.practice.choice import display_order
@@ -295,9 +295,21 @@ class MockScreen(Screen[None]):
             elif q is not None and q.kind == "numeric":
                 s.answer(text=self.query_one("#answer-numeric", Input).value)
             else:
-                s.answer(text=self.query_one("#answer-open", TextArea).text)
+                text = self.query_one("#answer-open", TextArea).text
+                s.answer(text=text)
+                if q is not None:
+                    # the interviewer listens: a missed key point brings the question that probes it
+                    probe.adapt(s, self.app.services.get_library(), q.id, text, self._rubrics())
         self._save()
         self._show_item()
+
+    def _rubrics(self) -> Any:
+        """The library's rubrics, compiled once per screen (for the silent grading of probes)."""
+        if getattr(self, "_rubric_context", None) is None:
+            from inferview.practice.openq import RubricContext
+
+            self._rubric_context = RubricContext.from_library(self.app.services.get_library())
+        return self._rubric_context
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         """Enter in the number box hands the answer in, as it does in practice."""

@@ -20,6 +20,7 @@ from inferview.practice.drills import RenderedDrill, render
 from inferview.practice.grading import grade_answer, rescore
 from inferview.practice.openq import RubricContext
 from inferview.practice.scheduler import ReviewScheduler, suggest_rating
+from inferview.practice.units import FORMAT_HINT
 
 NEW_PER_SESSION = 10
 RATINGS = {1: "Again", 2: "Hard", 3: "Good", 4: "Easy"}
@@ -224,4 +225,4 @@ def kind_hint(question: Any) -> str:
     if isinstance(question, ChoiceQuestion):
         return ("Select every correct option (space), then ctrl+s." if question.multiple
                 else "Select one option (space), then ctrl+s.")
-    return "A number with its unit, e.g. 40 GiB, 320 KiB/token, 7.2e9 params. Enter submits."
+    return f"A number with its unit, e.g. {FORMAT_HINT}. Enter submits."

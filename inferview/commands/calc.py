@@ -44,24 +44,26 @@ def _load_config(path: Path) -> dict[str, Any]:
 
 
 def _gpu_report(config: dict[str, Any], seq_len: int, batch: int, dtype: str, wdtype: str,
-                gpu_name: str, weights: int) -> dict[str, Any]:
+                gpu_name: str, weights: int, gpus: int = 1) -> dict[str, Any]:
     g = get_gpu(gpu_name)
     kv = est.kv_cache_bytes(config, seq_len, batch, dtype)
-    budget = g.memory_bytes - weights
+    memory = g.memory_bytes * gpus  # weights and cache sharded across them, as the app counts
+    budget = memory - weights
     limit = config.get("max_position_embeddings")
-    max_ctx = est.max_context_length(config, g.memory_bytes, weights, batch, dtype)
+    max_ctx = est.max_context_length(config, memory, weights, batch, dtype)
     return {
-        "name": g.name, "title": g.title, "memory_bytes": g.memory_bytes, "source": g.source,
+        "name": g.name, "title": g.title if gpus == 1 else f"{gpus} x {g.title}", "gpus": gpus,
+        "memory_bytes": memory, "source": g.source,
         "budget_bytes": budget,
         "fits": budget >= kv,
-        "max_batch_size": est.max_batch_size(config, seq_len, g.memory_bytes, weights, dtype),
+        "max_batch_size": est.max_batch_size(config, seq_len, memory, weights, dtype),
         "max_context_tokens": max_ctx,
         "max_position_embeddings": limit,
     }
 
 
 def kv_report(config: dict[str, Any], seq_len: int, batch: int, dtype: str, wdtype: str,
-              gpu: str | None, name: str, source: str) -> dict[str, Any]:
+              gpu: str | None, name: str, source: str, gpus: int = 1) -> dict[str, Any]:
     """Everything ``calc kv`` prints, as a JSON-ready dict (bytes as exact integers)."""
     kv = est.kv_cache_bytes(config, seq_len, batch, dtype)
     pc = est.param_counts(config)
@@ -88,7 +90,7 @@ def kv_report(config: dict[str, Any], seq_len: int, batch: int, dtype: str, wdty
         "weight_human": format_value(weights, "bytes"),
     }
     if gpu:
-        report["gpu"] = _gpu_report(config, seq_len, batch, dtype, wdtype, gpu, weights)
+        report["gpu"] = _gpu_report(config, seq_len, batch, dtype, wdtype, gpu, weights, gpus)
     return report
 
 
@@ -155,12 +157,16 @@ def command() -> None:
 @click.option("--weight-dtype", "weight_dtype", type=click.Choice(list(est.DTYPE_BITS), case_sensitive=False),
               default="bf16", show_default=True, help="Weight precision.")
 @click.option("--gpu", "gpu", default=None, help="GPU preset: show the largest batch and context that fit.")
+@click.option("--gpus", "gpus", type=click.IntRange(min=1, max=4096), default=1, show_default=True,
+              help="How many of those GPUs (weights and cache sharded across them), as in the app.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (exact byte counts).")
 def kv_cmd(model: str | None, config_path: Path | None, seq_len: int, batch: int, dtype: str,
-           weight_dtype: str, gpu: str | None, as_json: bool) -> None:
-    """KV-cache bytes, per-token cost and what fits on a GPU."""
+           weight_dtype: str, gpu: str | None, gpus: int, as_json: bool) -> None:
+    """KV-cache bytes, per-token cost and what fits on a GPU (or --gpus N of them)."""
     if (model is None) == (config_path is None):
         raise click.UsageError("give exactly one of --model NAME or --config PATH")
+    if gpus != 1 and gpu is None:
+        raise click.UsageError("--gpus needs --gpu NAME (which GPU)")
     if gpu is not None:
         try:
             get_gpu(gpu)
@@ -177,7 +183,7 @@ def kv_cmd(model: str | None, config_path: Path | None, seq_len: int, batch: int
         config, name, source = _load_config(config_path), config_path.name, str(config_path)
     try:
         report = kv_report(config, seq_len, batch, dtype.lower(), weight_dtype.lower(), gpu, name,
-                           source)
+                           source, gpus)
     except OverflowError as exc:
         raise click.UsageError(f"{name}: a number in the config is too large to be a "
                                    "layer, head or dimension count") from exc

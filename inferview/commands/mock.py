@@ -7,7 +7,7 @@ import click
 
 @click.command("mock")
 @click.option("--minutes", type=click.FloatRange(min=1, max=240), default=None,
-              help="Length in minutes (any number; the app offers 15/30/45/60).")
+              help="Length in minutes, from 1 to 240 (the app offers 15, 30, 45 or 60).")
 @click.option("--focus", default=None, help="A topic to dwell on, e.g. flash-attention.")
 @click.option("--resume", "resume", type=int, default=None, help="Resume a paused session by id.")
 @click.option("--seed", type=int, default=None, help="Plan the same interview again.")

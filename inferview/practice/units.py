@@ -29,6 +29,11 @@ import math
 import re
 from dataclasses import dataclass
 
+FORMAT_EXAMPLES = ("9.87 TiB", "4.5 KiB/token", "3.3e13 params")
+"""How the answer boxes show the format of a number: values that answer none of the drills (a test
+checks every drill), so an example never gives an answer away."""
+FORMAT_HINT = ", ".join(FORMAT_EXAMPLES)
+
 SI = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15, "e": 1e18}
 BINARY = {"ki": 2.0**10, "mi": 2.0**20, "gi": 2.0**30, "ti": 2.0**40, "pi": 2.0**50, "ei": 2.0**60}
 SCALE_WORDS = {

@@ -190,3 +190,26 @@ def test_the_cli_and_the_app_read_a_multimodal_config_alike(tmp_path):
     app = calculate(CalcInputs(model="", config_path=str(p), context=1024))
     assert cli["kv_cache_bytes"] == app.kv_cache == 4 * 2 * 2 * 32 * 2 * 1024
     assert app.context_limit == 4096  # the language model's own limit, not the wrapper's
+
+
+def test_gpus_multiplies_the_memory_as_the_app_does():
+    from inferview.tui.calculation import CalcInputs, calculate
+
+    one = json.loads(CliRunner().invoke(cli, ["calc", "kv", "--model", "llama-3-70b", "--seq-len", "8k",
+                                              "--gpu", "h100", "--json"]).output)["gpu"]
+    res = CliRunner().invoke(cli, ["calc", "kv", "--model", "llama-3-70b", "--seq-len", "8k",
+                                   "--gpu", "h100", "--gpus", "2", "--json"])
+    assert res.exit_code == 0, res.output
+    two = json.loads(res.output)["gpu"]
+    assert two["memory_bytes"] == 2 * one["memory_bytes"] and two["gpus"] == 2
+    assert not one["fits"] and two["fits"]
+    app = calculate(CalcInputs(model="llama-3-70b", context=8192, gpu="h100", gpus=2))
+    assert app.max_batch == two["max_batch_size"] and app.gpu_bytes == two["memory_bytes"]
+    bad = CliRunner().invoke(cli, ["calc", "kv", "--model", "llama-3-70b", "--seq-len", "8k", "--gpus", "2"])
+    assert bad.exit_code == 2 and "--gpus needs --gpu" in bad.output
+
+
+def test_mock_help_states_the_range_once():
+    out = CliRunner().invoke(cli, ["mock", "--help"]).output
+    assert "any number" not in out and "1 to 240" in out
+    assert "--write-schema" not in CliRunner().invoke(cli, ["lint", "--help"]).output

@@ -122,11 +122,15 @@ def test_markdown_export_and_stats_listing():
     assert abs(data["mock_sessions"][0]["score"] - report.score) < 1e-9
     js = json.loads(CliRunner().invoke(cli, ["report", str(mock_id), "--json"]).output)
     assert js["session_id"] == mock_id
+    laid_out = CliRunner().invoke(cli, ["report", str(mock_id)])
+    assert laid_out.exit_code == 0 and laid_out.output != text
+    assert "Mock interview" in laid_out.output and "## " not in laid_out.output
+    assert "|---" not in laid_out.output and "**" not in laid_out.output
 
 
 def test_report_of_unknown_or_unfinished_session_is_a_clear_error():
     result = CliRunner().invoke(cli, ["report", "999"])
-    assert result.exit_code == 1 and "no mock interview with id 999" in result.output
+    assert result.exit_code == 2 and "no mock interview with id 999" in result.output
     with Store.open() as store:
         mock_id, _ = mock_store.start(store, LIB, 15, seed=1)
     result = CliRunner().invoke(cli, ["report", str(mock_id)])

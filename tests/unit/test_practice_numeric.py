@@ -256,3 +256,22 @@ def test_bare_number_for_bytes_asks_for_a_unit():
     g = grade_numeric("40", GIB40, "bytes")
     assert not g.correct and "without a unit is read as bytes" in g.diagnosis
     assert grade_numeric("42949672960", GIB40, "bytes").correct
+
+
+def test_the_format_examples_answer_no_drill():
+    """The answer boxes' examples (units.FORMAT_EXAMPLES) must never be a drill's answer."""
+    from inferview.content.loader import load_library
+    from inferview.content.models import NumericQuestion
+    from inferview.practice.drills import render
+    from inferview.practice.grading import grade_answer
+    from inferview.practice.units import FORMAT_EXAMPLES
+
+    lib = load_library(include_user=False)
+    drills = [q for q in lib.questions.values() if isinstance(q, NumericQuestion)]
+    assert drills
+    for q in drills:
+        for seed in range(12):
+            drill = render(q, seed=seed)
+            for example in FORMAT_EXAMPLES:
+                result = grade_answer(q, example, rendered=drill)
+                assert not result.correct, (q.id, seed, example, drill.answer)

@@ -36,7 +36,7 @@ the keys of the current screen.
 | **f** | ask the follow-up questions next |
 | **ctrl+n** | skip this question |
 
-Numbers take units: `40 GiB`, `42.9 GB`, `4.29e10 bytes`, `320 KiB/token`.
+Numbers take units: `9.87 TiB`, `10.9 TB`, `1.09e13 bytes`, `4.5 KiB/token`.
 
 ## Challenges
 | key | does |

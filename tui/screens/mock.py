@@ -48,6 +48,7 @@ from inferview.mock import coding, probe
 from inferview.mock import store as mock_store
 from inferview.mock.session import MockSession
 from inferview.practice.choice import display_order
+from inferview.practice.units import FORMAT_EXAMPLES
 
 __all__ = ["DEFAULT_MINUTES", "LENGTHS", "EndConfirmScreen", "MockChoice", "MockHubScreen",
            "MockReportScreen", "MockScreen", "PausedScreen"]
@@ -91,7 +92,8 @@ class MockScreen(Screen[None]):
             yield Markdown(id="mock-prompt")
         with Vertical(id="mock-answer"):
             yield AnswerArea(id="answer-open", soft_wrap=True)
-            yield AnswerInput(placeholder="a number with its unit, e.g. 40 GiB", id="answer-numeric")
+            yield AnswerInput(placeholder=f"a number with its unit, e.g. {FORMAT_EXAMPLES[0]}",
+                              id="answer-numeric")
             yield ChoiceList(id="answer-choice")
             yield Static(id="challenge-info")
         yield Footer()

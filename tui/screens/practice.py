@@ -30,6 +30,7 @@ from textual.widgets.option_list import Option
 from textual.widgets.selection_list import Selection
 
 from inferview.content.models import ChoiceQuestion, NumericQuestion, OpenQuestion
+from inferview.practice.units import FORMAT_EXAMPLES
 
 
 def _unreadable_number(text: str, unit: str) -> str | None:
@@ -92,7 +93,7 @@ class PracticeScreen(Screen[None]):
                 yield Static(id="answer-hint", classes="muted")
                 yield TextArea(id="answer-open", soft_wrap=True, tab_behavior="focus")
                 yield ChoiceList(id="answer-choice")
-                yield Input(id="answer-numeric", placeholder="e.g. 40 GiB")
+                yield Input(id="answer-numeric", placeholder=f"e.g. {FORMAT_EXAMPLES[0]}")
             with VerticalScroll(id="feedback"):
                 yield Static(id="verdict")
                 yield Static("Key points — enter toggles one the grader got wrong", id="kp-label", classes="muted")
@@ -190,7 +191,8 @@ class PracticeScreen(Screen[None]):
             problem = _unreadable_number(answer, item.rendered.unit)
             if problem:
                 # a typo is not an attempt: grading it would record a miss and give the answer away
-                self.notify(f"{problem[0].upper()}{problem[1:]}. Write a number with its unit, e.g. 40 GiB.",
+                self.notify(f"{problem[0].upper()}{problem[1:]}. Write a number with its unit, e.g. "
+                            f"{FORMAT_EXAMPLES[0]}.",
                             severity="warning")
                 return
         duration = round(time.monotonic() - self._shown_at, 1)

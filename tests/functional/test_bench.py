@@ -29,7 +29,7 @@ def test_json_has_every_section(bench_json):
     assert r["device"] in ("cpu", "cuda")
     (row,) = r["attention"]
     assert row["triton_ms"] > 0 and row["sdpa_ms"] > 0 and row["triton_tflops"] > 0
-    assert [d["context"] for d in r["decode"]] == [16, 32, 64]
+    assert [d["context"] for d in r["decode"]] == [64, 256, 1024]
     assert all(d["cached_step_ms"] > 0 and d["uncached_step_ms"] > 0 for d in r["decode"])
     if r["device"] == "cpu":
         assert r["peak_tflops"] is None
@@ -69,3 +69,14 @@ def test_command_module_does_not_import_torch():
     code = "import sys, inferview.commands.bench; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_growth_note_states_measured_ratios_and_says_when_overhead_hides_them():
+    from inferview.reference.bench import growth_note
+
+    flat = growth_note({"context": 16, "uncached_step_ms": 0.6, "cached_step_ms": 0.5},
+                       {"context": 64, "uncached_step_ms": 0.7, "cached_step_ms": 0.5})
+    assert "grew x1.2" in flat and "x0.0" not in flat and "fixed per-call costs dominate" in flat
+    steep = growth_note({"context": 64, "uncached_step_ms": 1.0, "cached_step_ms": 0.5},
+                        {"context": 1024, "uncached_step_ms": 40.0, "cached_step_ms": 1.0})
+    assert "grew x40" in steep and "cached step x2.0" in steep and "quadratic versus linear" in steep

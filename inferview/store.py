@@ -30,6 +30,10 @@ from inferview import paths
 
 SCHEMA_VERSION = 2
 BUSY_TIMEOUT_MS = 10_000
+OPEN_WAIT_MS = 1_500
+"""How long opening waits for another process's lock before saying so: the app opens the store
+before its first screen, so a long wait there is a blank terminal. Once open, writes wait
+:data:`BUSY_TIMEOUT_MS` (another inferview finishing its write)."""
 BACKUPS_KEPT = 5
 
 MIGRATIONS: dict[int, str] = {
@@ -117,13 +121,14 @@ def _is_corruption(exc: sqlite3.DatabaseError) -> bool:
     return code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
 
 
-def _usage_error(path: Path, exc: sqlite3.Error) -> StoreError:
+def _usage_error(path: Path, exc: sqlite3.Error, waited_ms: int | None = None) -> StoreError:
     """A :class:`StoreError` that says what to do about a lock, permissions or another failure."""
     code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
     if code in (_SQLITE_BUSY, _SQLITE_LOCKED) or "locked" in str(exc):
+        waited = BUSY_TIMEOUT_MS if waited_ms is None else waited_ms
         return StoreError(
             f"The progress store {path} is locked by another process (waited "
-            f"{BUSY_TIMEOUT_MS // 1000} s); close the other inferview and try again.")
+            f"{waited / 1000:g} s); close the other inferview and try again.")
     if code in (_SQLITE_READONLY, _SQLITE_CANTOPEN, _SQLITE_PERM):
         return StoreError(
             f"The progress store {path} cannot be opened for writing ({exc}); check the "
@@ -205,20 +210,25 @@ class Store:
 
     @staticmethod
     def _connect_checked(path: Path) -> sqlite3.Connection:
-        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+        wait = min(OPEN_WAIT_MS, BUSY_TIMEOUT_MS)
+        conn = sqlite3.connect(path, timeout=wait / 1000, isolation_level=None,
                                check_same_thread=False)
         try:
             conn.row_factory = sqlite3.Row
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute(f"PRAGMA busy_timeout = {wait}")
             result = conn.execute("PRAGMA quick_check").fetchone()[0]
             if result != "ok":
                 raise sqlite3.DatabaseError(f"quick_check: {result}")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
-        except sqlite3.DatabaseError:
+        except sqlite3.DatabaseError as exc:
             conn.close()
+            if "locked" in str(exc) or ((getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF) in (
+                    _SQLITE_BUSY, _SQLITE_LOCKED):
+                raise _usage_error(path, exc, waited_ms=wait) from None
             raise
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")  # open: writes wait longer
         return conn
 
     @classmethod

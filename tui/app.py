@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from inferview.tui.services import Services, utc_now
+from textual import events
 from textual.app import App
 from textual.binding import Binding
 from textual.screen import Screen
@@ -59,6 +60,8 @@ class InferviewApp(App[None]):
         Binding("question_mark,f1", "help", "Help", key_display="?"),
     ]
     ENABLE_COMMAND_PALETTE = False
+    MIN_SIZE = (80, 24)
+    """Below this the layouts do not fit: a notice covers the app until the terminal grows."""
 
     def __init__(self, services: Services | None = None, initial: InitialChallenge | None = None,
                  mock: dict[str, Any] | None = None) -> None:
@@ -73,7 +76,23 @@ class InferviewApp(App[None]):
 
         return HomeScreen()
 
+    def on_resize(self, event: events.Resize) -> None:
+        self._check_size(event.size.width, event.size.height)
+
+    def _check_size(self, width: int, height: int) -> None:
+        from inferview.tui.screens.too_small import TooSmallScreen
+
+        small = width < self.MIN_SIZE[0] or height < self.MIN_SIZE[1]
+        top = self.screen_stack[-1] if self.screen_stack else None
+        if small and not isinstance(top, TooSmallScreen):
+            self.push_screen(TooSmallScreen(self.MIN_SIZE))
+        elif small and isinstance(top, TooSmallScreen):
+            top.show(width, height)
+        elif not small and isinstance(top, TooSmallScreen):
+            self.pop_screen()
+
     def on_mount(self) -> None:
+        self.call_after_refresh(lambda: self._check_size(self.size.width, self.size.height))
         if self.initial is not None:
             self.open_challenge(self.initial.challenge_id, self.initial.file)
         elif self.initial_mock is not None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from inferview.tests.support.tui import (  # noqa: F401
     CORRECT,
+    FAILED,
     PASSED,
     STARTER,
     WRONG,
@@ -194,6 +195,7 @@ async def test_the_editor_keeps_python_indentation_on_enter(app_factory) -> None
 async def test_a_new_hint_is_scrolled_into_view(app_factory) -> None:
     """On a short terminal the hints overflow: each ctrl+g shows the hint it just revealed."""
     app = app_factory(grading_client=FakeGradingClient(), initial=InitialChallenge("demo-sum"))
+    app.MIN_SIZE = (80, 10)  # this test wants the hints to overflow
     async with app.run_test(size=(80, 10)) as pilot:
         await settle(pilot)
         for _ in range(3):
@@ -327,3 +329,24 @@ def test_the_list_reads_as_a_path_easy_first_then_in_topic_order() -> None:
     assert levels == sorted(levels, key=["easy", "medium", "hard"].index)
     assert order.index("kv-cache") < order.index("gqa-attention") < order.index("tiled-attention")
     assert order.index("tiled-attention") < order.index("flash-attention")
+
+
+async def test_the_reveal_dialog_counts_the_hints_left(app_factory) -> None:
+    app = app_factory(grading_client=FakeGradingClient(), initial=InitialChallenge("demo-sum"))
+    app.services.get_store().record_submission("demo-sum", FAILED, WRONG)  # the solution opens after one
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        challenge = app.screen
+        await pilot.press("ctrl+l")
+        await settle(pilot)
+        assert "Try the next hint first: 3 left" in app.screen.question
+        await pilot.press("escape")
+        await settle(pilot)
+        for _ in range(3):
+            await pilot.press("ctrl+g")
+            await settle(pilot)
+        assert app.screen is challenge
+        await pilot.press("ctrl+l")
+        await settle(pilot)
+        text = app.screen.question
+        assert "Every hint is shown already" in text and "Try the next hint" not in text

@@ -10,6 +10,7 @@ from inferview.tests.support.tui import (  # noqa: F401
     app_factory_fixture,
     make_library,
     screen_text,
+    settle,
 )
 from inferview.tui.screens.home import HomeScreen
 
@@ -158,3 +159,19 @@ async def test_a_wider_terminal_gives_recent_titles_more_room(app_factory) -> No
         await pilot.pause()
         await pilot.pause()
         assert "✓ Why isn't generatin…" in screen_text(app)
+
+
+async def test_a_terminal_below_80x24_says_it_is_too_small_and_comes_back(app_factory):
+    from inferview.tui.screens.too_small import TooSmallScreen
+
+    app = app_factory()
+    async with app.run_test(size=(60, 20)) as pilot:
+        await settle(pilot)
+        assert isinstance(app.screen, TooSmallScreen)
+        assert "too small: 60×20" in screen_text(app) and "at least 80×24" in screen_text(app)
+        await pilot.resize_terminal(70, 30)
+        await settle(pilot)
+        assert isinstance(app.screen, TooSmallScreen) and "70×30" in screen_text(app)
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        assert isinstance(app.screen, HomeScreen)

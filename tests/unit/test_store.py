@@ -149,6 +149,24 @@ def test_a_locked_store_is_a_clear_error_never_moved_aside(tmp_path, monkeypatch
         assert s.challenge_status()["kv-cache"]["status"] == "passed"
 
 
+def test_opening_a_locked_store_says_so_within_the_open_wait(tmp_path):
+    """Opening does not wait the whole write timeout (the app's terminal would stay blank)."""
+    import time
+
+    import inferview.store as store_mod
+
+    path = tmp_path / "p.sqlite3"
+    Store.open(path, backup=False).close()
+    raw = _hold_exclusive(path)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(StoreError, match=r"locked by another process \(waited 1.5 s\)"):
+            Store.open(path, backup=False)
+        assert time.monotonic() - t0 < store_mod.BUSY_TIMEOUT_MS / 1000 / 2
+    finally:
+        raw.close()
+
+
 def test_a_write_that_stays_locked_is_a_clear_error(tmp_path, monkeypatch):
     import inferview.store as store_mod
 

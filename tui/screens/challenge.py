@@ -438,8 +438,11 @@ class ChallengeScreen(Screen["Outcome | None"]):
                 self.app.push_screen(SolutionScreen(f"Reference solution — {files[0].name}",
                                                     files[0].read_text(encoding="utf-8")))
 
+        hints_left = len(self.challenge.spec.hints) - self._hints_shown
+        advice = (f"Try the next hint first: {hints_left} left (ctrl+g)." if hints_left > 0
+                  else "Every hint is shown already.")
         self.app.push_screen(
-            ConfirmScreen("Reveal the reference solution? Try the next hint first if you have one left.",
+            ConfirmScreen(f"Reveal the reference solution? {advice}",
                           [("show", "Show it"), ("cancel", "Not yet")], title="Solution"),
             decided,
         )

@@ -111,6 +111,13 @@ class InferviewApp(App[None]):
                     self.log.error(f"before_quit of {screen!r} failed: {exc}")
         self.exit()
 
+    def _on_notify(self, event: Any) -> None:
+        """One toast at a time: a new message replaces the one showing instead of stacking (on
+        the app's thread, where Textual handles every notification, so ``notify`` stays
+        thread-safe)."""
+        self._notifications.clear()
+        super()._on_notify(event)
+
     def action_help(self) -> None:
         """Show the help screen (unless it is already showing)."""
         from inferview.tui.screens.help import HelpScreen

@@ -102,3 +102,36 @@ async def test_a_fractional_count_is_refused_not_truncated(app_factory) -> None:
         assert screen.result is not None and "at 1,536 tokens" in screen_text(app)
     with pytest.raises(ValueError, match="not a whole number"):
         parse_count("1e999.0", "context")
+
+
+async def test_a_context_past_the_limit_is_flagged_and_a_config_path_overrides_the_preset(
+        app_factory, tmp_path: Path) -> None:
+    path = tmp_path / "m" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(dict(presets.get_model("mistral-7b").config)))
+    app = app_factory()
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.press("k")
+        await pilot.pause()
+        screen = app.screen
+        await _set(pilot, "#calc-model", "llama-3-70b")  # max_position_embeddings 8192
+        await _set(pilot, "#calc-context", "16k")
+        assert "past the model's limit" in screen_text(app)
+        await _set(pilot, "#calc-context", "8k")
+        assert "past the model's limit" not in screen_text(app)
+        assert not screen.query_one("#calc-model").disabled
+        await _set(pilot, "#calc-config", str(path))
+        assert screen.query_one("#calc-model").disabled
+        assert "Preset (config.json used)" in screen_text(app)
+        assert screen.result.title != presets.get_model("llama-3-70b").title
+
+
+async def test_the_challenge_list_shows_the_highlighted_id_for_the_cli(app_factory) -> None:
+    app = app_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("c")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "Best" not in text and "Graded in" in text
+        cid = next(iter(app.services.get_library().challenges_in_order())).id
+        assert f"id {cid} · inferview grade {cid} FILE" in text

@@ -175,3 +175,16 @@ async def test_a_terminal_below_80x24_says_it_is_too_small_and_comes_back(app_fa
         await pilot.resize_terminal(80, 24)
         await settle(pilot)
         assert isinstance(app.screen, HomeScreen)
+
+
+async def test_toasts_do_not_stack_and_sit_at_the_top(app_factory):
+    app = app_factory()
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await settle(pilot)
+        for n in range(3):
+            app.notify(f"message number {n}")
+        await settle(pilot)
+        await pilot.pause(0.3)
+        toasts = list(app.screen.query("Toast"))
+        assert len(toasts) == 1 and "message number 2" in str(toasts[0].render())
+        assert toasts[0].region.y < app.size.height // 2  # the status lines stay visible

@@ -53,7 +53,7 @@ class CalculatorScreen(Screen[None]):
         yield Header()
         with Horizontal(id="calc-main"):
             with Vertical(id="calc-form"):
-                yield Label("Model preset")
+                yield Label("Model preset", id="calc-model-label")
                 yield Select([(p.title, name) for name, p in presets.MODELS.items()], value=DEFAULT_MODEL,
                              allow_blank=False, compact=True, id="calc-model")
                 yield Label("…or config.json path")
@@ -104,6 +104,11 @@ class CalculatorScreen(Screen[None]):
     def recalculate(self) -> None:
         """Recompute everything from the form and redraw."""
         out = self.query_one("#calc-result", Static)
+        # a config.json path overrides the preset: say so rather than show a preset not used
+        overridden = bool(self.query_one("#calc-config", Input).value.strip())
+        self.query_one("#calc-model", Select).disabled = overridden
+        self.query_one("#calc-model-label", Label).update(
+            "Preset (config.json used)" if overridden else "Model preset")
         try:
             inputs = self.inputs()
             result = calculate(inputs)
@@ -130,6 +135,10 @@ class CalculatorScreen(Screen[None]):
         verdict = Text(f"{format_bytes(total)} of {format_bytes(r.gpu_bytes)}: ")
         verdict.append("fits" if fits else "does not fit", style="bold green" if fits else "bold red")
         table.add_row("Total", verdict)
+        if r.context_limit and inputs.context > r.context_limit:
+            table.add_row("Context", Text(f"{inputs.context:,} tokens is past the model's limit "
+                                          f"(max_position_embeddings {r.context_limit:,})",
+                                          style="bold yellow"))
         table.add_row("Max batch", f"{r.max_batch:,} at {inputs.context:,} tokens")
         ctx = _fmt_int(r.max_context)
         if r.context_limit and r.max_context == r.context_limit:

@@ -1,4 +1,5 @@
-"""The challenge list: status (new / failed / passed), best time and the backend it was graded on."""
+"""The challenge list: status (new / failed / passed), how long its fastest passing grading took,
+the backend it was graded on, and the highlighted challenge's id for the CLI."""
 
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ class ChallengesScreen(Screen[None]):
         # the other columns, paddings and borders take 40 cells; titles get the rest (at least 24)
         self.title_width = max(24, self.app.size.width - 40)
         table.add_column("Challenge", key="title", width=self.title_width)
-        for label, key in (("Level", "level"), ("Status", "status"), ("Best", "best"), ("On", "backend"),
-                           ("Tries", "tries")):
+        for label, key in (("Level", "level"), ("Status", "status"), ("Graded in", "best"),
+                           ("On", "backend"), ("Tries", "tries")):
             table.add_column(label, key=key)
         self.refresh_data()
         table.focus()
@@ -67,7 +68,21 @@ class ChallengesScreen(Screen[None]):
         summary = f" {passed} of {len(library.challenges)} passed."
         if not library.challenges:
             summary = " No challenges found; run `inferview lint` to see why."
-        self.query_one("#challenge-summary", Static).update(summary)
+        self._summary = summary
+        self._show_summary()
+
+    def _show_summary(self) -> None:
+        """The pass count, and the highlighted challenge's id as the CLI takes it."""
+        table = self.query_one(DataTable)
+        text = self._summary
+        if table.row_count and 0 <= table.cursor_row < table.row_count:
+            cid = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
+            text += f"  id {cid} · inferview grade {cid} FILE"
+        self.query_one("#challenge-summary", Static).update(text)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if getattr(self, "_summary", None) is not None:
+            self._show_summary()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self.app.open_challenge(str(event.row_key.value))

@@ -197,3 +197,26 @@ async def test_choice_options_show_code_without_backticks_and_are_never_cut_off(
         await pilot.pause()
         text = screen_text(app)
         assert "✗ Not yet" in text and "✗ 2 × layers × q_heads" in text and "`" not in text
+
+
+async def test_page_down_scrolls_the_feedback_whatever_is_focused(app_factory) -> None:
+    """At 80x24 the model answer is below the fold: PageDown must reach it at once, even with
+    the key-point list focused (it would take the key for its highlight)."""
+    app = app_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await _start(pilot)
+        await _type(pilot, "it stores keys and values")
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        # a long model answer, as most real ones are at 80x24
+        screen.query_one("#model-answer").update("**Model answer.** " + "A long explanation. " * 120)
+        await pilot.pause()
+        scroll = screen.query_one("#feedback")
+        assert scroll.scroll_y == 0 and scroll.max_scroll_y > 0
+        before = app.focused
+        await pilot.press("pagedown")
+        await pilot.pause()
+        assert scroll.scroll_y > 0 and app.focused is before
+        await pilot.press("pageup")
+        await pilot.pause()
+        assert scroll.scroll_y == 0

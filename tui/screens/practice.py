@@ -73,6 +73,10 @@ class PracticeScreen(Screen[None]):
         Binding("space", "toggle", "Toggle", show=False),
         Binding("ctrl+n", "skip", "Skip"),
         Binding("escape", "back", "Back"),
+        # with feedback showing, the page keys scroll it wherever the focus is (a key-point list
+        # would take them for its own highlight, and the model answer is below the fold at 80x24)
+        Binding("pagedown", "feedback_page(1)", "Scroll", show=False, priority=True),
+        Binding("pageup", "feedback_page(-1)", "Scroll", show=False, priority=True),
     ]
 
     def __init__(self, topic: str | None = None) -> None:
@@ -353,7 +357,16 @@ class PracticeScreen(Screen[None]):
             return self.feedback is None and self.session.current() is not None
         if action == "skip":
             return self.session.current() is not None
+        if action == "feedback_page":
+            return self.feedback is not None
         return True
+
+    def action_feedback_page(self, direction: int) -> None:
+        scroll = self.query_one("#feedback", VerticalScroll)
+        if direction > 0:
+            scroll.scroll_page_down(animate=False)
+        else:
+            scroll.scroll_page_up(animate=False)
 
     def action_toggle(self) -> None:
         """Space on a key point or a flag does what enter does."""

@@ -43,6 +43,7 @@ from inferview.content.loader import LoadedChallenge, load_challenge_folder
 from inferview.grading import (
     VERDICT_ORDER,
     CheckResult,
+    CheckStatus,
     GradeResult,
     GradingUsageError,
 )
@@ -475,8 +476,12 @@ def _run_one(fn: Callable[..., Any], info: CheckInfo, ctx: Ctx, hseed: int,
         result = CheckResult(info.name, "failed", str(exc),
                              _format_counterexample(exc, ctx, fn.__name__, ctx.seed), info.hint)
     except SubmissionError as exc:
-        result = CheckResult(info.name, "error", exc.describe(),
-                             _format_counterexample(exc, ctx, fn.__name__, ctx.seed), info.hint)
+        if "NotImplementedError" in (exc.type_name, *exc.mro):
+            # the starter (or a part still to write): no random input or hint explains that
+            result = CheckResult(info.name, "error", f"not implemented yet: {exc.describe()}")
+        else:
+            result = CheckResult(info.name, "error", exc.describe(),
+                                 _format_counterexample(exc, ctx, fn.__name__, ctx.seed), info.hint)
     except Flaky as exc:
         inner_excs = list(getattr(exc, "exceptions", []) or [])
         first = next((e for e in inner_excs if isinstance(e, (CheckFailed, SubmissionError))), None)
@@ -680,6 +685,7 @@ def _grade_with(runner: _Runner, ch: LoadedChallenge, source: str, filename: str
 
     if abort is not None and abort.kind == "cancelled":
         return finish("error", results, runner, cancelled=True)
+    _root_cause_hint(results)
     statuses = {r.status for r in results}
     if abort is not None:
         verdict = abort.kind
@@ -693,6 +699,23 @@ def _grade_with(runner: _Runner, ch: LoadedChallenge, source: str, filename: str
         verdict = "error"
         results.append(CheckResult(LOAD_CHECK, "error", "the challenge defines no checks"))
     return finish(verdict, results, runner)
+
+
+KNOCK_ON = "(this may follow from the first failing check above: fix that one first)"
+
+
+def _root_cause_hint(results: list[CheckResult]) -> None:
+    """Checks run from basic to advanced, so the first one that fails is the likeliest root cause:
+    only it keeps its hint; a later failure's hint (about a different mistake) would mislead, and
+    its message says it may be a knock-on."""
+    first = next((i for i, r in enumerate(results) if r.status in (CheckStatus.FAILED,
+                                                                     CheckStatus.ERROR)), None)
+    if first is None:
+        return
+    for r in results[first + 1:]:
+        if r.status in (CheckStatus.FAILED, CheckStatus.ERROR) and r.hint:
+            r.hint = None
+            r.message = f"{r.message}\n{KNOCK_ON}" if r.message else KNOCK_ON
 
 
 def _skip_reason(abort: _RunAborted) -> str:

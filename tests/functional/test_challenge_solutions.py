@@ -94,6 +94,11 @@ def test_wrong_solution_gets_its_verdict(capsys, challenge: Path, file: Path) ->
     code, result = grade_like_cli(capsys, challenge, file)
     assert result["verdict"] == want, _summary(result)
     assert code == 1
+    bad = [c for c in result["checks"] if c["status"] in ("failed", "error")]
+    # the first failing check is the root cause: only it gives a hint, later ones say they may follow
+    assert all(c["hint"] is None for c in bad[1:]), _summary(result)
+    assert all("may follow from the first failing check" in c["message"] for c in bad[1:]
+               if c["message"]), _summary(result)
     if spec.get("check"):
         failing = {c["name"] for c in result["checks"] if c["status"] in ("failed", "error")}
         assert spec["check"] in failing, (
@@ -135,6 +140,10 @@ def test_starter_gets_error_with_its_message(capsys, challenge: Path) -> None:
     assert code == 1
     text = "\n".join(c["message"] for c in result["checks"])
     assert "NotImplementedError" in text, _summary(result)
+    first = next(c for c in result["checks"] if c["status"] == "error")
+    # a starter is not a bug: "not implemented yet", no random input, no unrelated hint
+    assert first["message"].startswith("not implemented yet"), _summary(result)
+    assert first["counterexample"] is None and first["hint"] is None, _summary(result)
     messages = _starter_messages(starter)
     if messages:
         assert any(m in text for m in messages), _summary(result)

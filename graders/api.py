@@ -199,7 +199,9 @@ class Submission:
     def last_call_stats(self) -> dict[str, Any]:
         """``{"triton_launches": int, "torch_ops": {op: count}, "max_numel": int}`` for the last
         call; ``max_numel`` is the element count of the largest tensor any torch op produced during
-        it (tracked when the challenge forbids an API or requires Triton)."""
+        it (tracked when the challenge forbids an API or requires Triton). After a method call on a
+        :class:`Remote`, ``aliases`` lists the result's tensors (``"result[0]"``...) that share
+        storage with a tensor the object keeps: views into its state."""
         return self._channel.request("stats", {}, timeout=None, describe="stats")
 
     def _invoke(self, op: str, name: str, args: tuple, kwargs: dict, *, target: int | None,

@@ -51,6 +51,11 @@ _make_dispatch_mode = _guards._make_dispatch_mode
 _opaque_function = _guards._opaque_function
 
 
+
+ALIAS_DEPTH = 4
+"""How deep :meth:`_aliases` looks into an object's attributes for the tensors it keeps."""
+ALIAS_OBJECTS = 100_000
+
 class Worker:
     def __init__(self, fd_in: int, fd_out: int) -> None:
         self.fd_in = fd_in
@@ -254,6 +259,38 @@ class Worker:
             for k, x in value.items():
                 self._tensors(x, f"{path}[{k!r}]", out)
 
+    def _aliases(self, value: Any, obj: Any) -> list[str]:
+        """Paths of the result's tensors that share storage with a tensor the object keeps (a view
+        into its state: writing into the result would change the object)."""
+        out: list[tuple[str, Any]] = []
+        self._tensors(value, "result", out)
+        if not out:
+            return []
+        kept: set[int] = set()
+        self._state_storages(obj, kept, 0, set())
+        return [p for p, t in out if t.numel() and t.untyped_storage().data_ptr() in kept]
+
+    def _state_storages(self, value: Any, kept: set[int], depth: int, seen: set[int]) -> None:
+        if depth > ALIAS_DEPTH or id(value) in seen or len(seen) > ALIAS_OBJECTS:
+            return
+        seen.add(id(value))
+        if isinstance(value, self.torch.Tensor):
+            if value.numel():
+                kept.add(value.untyped_storage().data_ptr())
+            return
+        if isinstance(value, (list, tuple, set, frozenset)):
+            items: Any = value
+        elif isinstance(value, dict):
+            items = value.values()
+        else:
+            attrs = getattr(value, "__dict__", None)
+            slots = [getattr(value, n) for n in getattr(type(value), "__slots__", ()) if hasattr(value, n)]
+            items = list(attrs.values()) if isinstance(attrs, dict) else []
+            items += slots
+        for item in items:
+            if not isinstance(item, (int, float, str, bytes, bool, type(None))):
+                self._state_storages(item, kept, depth + 1, seen)
+
     def op_call(self, req: dict[str, Any], buffers: list[bytes], op: str) -> tuple[dict[str, Any], Any]:
         torch = self.torch
         args = self.decode(req.get("args", []), buffers)
@@ -278,6 +315,8 @@ class Worker:
             else:
                 fn = self.resolve(req)
                 value = self.guarded(fn, *args, **kwargs)
+                if req.get("target") is not None:
+                    self.last_stats["aliases"] = self._aliases(value, self.objects[int(req["target"])])
         except BaseException as exc:  # noqa: BLE001 - reported to the supervisor
             return self.error_body(exc), None
         mutated = []

@@ -212,25 +212,46 @@ def failures(ctx: Ctx, block_size: int, fill: int, extra: int, seed: int) -> Non
     _expect_same(ctx, sub, model, 0, "after the rejected calls")
 
 
-@check("copy-on-write counts its block before an append", max_examples=5, hint="Appending to a partly filled "
-       "shared last block needs one block for the private copy on top of the new ones: with none free, "
-       "raise RuntimeError before copying or writing anything.")
-@given(block_size=st.sampled_from([2, 4]), seed=gs.seeds())
-def cow_needs_a_block(ctx: Ctx, block_size: int, seed: int) -> None:
-    note(f"block_size={block_size}, 2 blocks: sequence 0 gets 1 token, fork 0 -> 1, sequence 2 takes the "
-         f"last block, then 1 token is appended to sequence 1 (its copy needs a block; none is free)")
-    sub, model = _new(ctx, 2, block_size), PagedKVCache(2, HKV, D, block_size)
+@check("copy-on-write counts its block before an append", max_examples=6, hint="Appending to a partly filled "
+       "shared last block needs one block for the private copy on top of the new ones: when they are not "
+       "all free, raise RuntimeError before copying or writing anything.")
+@given(block_size=st.sampled_from([2, 4]), spare=st.sampled_from([0, 1]), seed=gs.seeds())
+def cow_needs_a_block(ctx: Ctx, block_size: int, spare: int, seed: int) -> None:
+    # spare=0: the copy alone does not fit; spare=1: the copy fits but the append also needs a new
+    # block, so copying first and then finding no room would leave a changed cache behind
+    tokens = 1 if spare == 0 else block_size
+    note(f"block_size={block_size}, {2 + spare} blocks: sequence 0 gets 1 token, fork 0 -> 1, sequence 2 "
+         f"takes a block, {spare} left free, then {tokens} token(s) are appended to sequence 1 (its copy "
+         f"needs a block{'' if spare == 0 else ' and the tokens past it one more'})")
+    sub, model = _new(ctx, 2 + spare, block_size), PagedKVCache(2 + spare, HKV, D, block_size)
     for op, args in (("allocate", (0,)), ("append", (0, *_kv(1, seed, ctx.device))), ("fork", (0, 1)),
                      ("allocate", (2,)), ("append", (2, *_kv(block_size, seed + 2, ctx.device)))):
         sub.call(op, *args)
         getattr(model, op)(*[a.cpu() if isinstance(a, torch.Tensor) else a for a in args])
         _expect_free(sub, model, f"after {op}{args[:1]}")
-    with expect_raises(ctx, "RuntimeError", what="an append whose copy-on-write needs a block, with none free"):
-        sub.call("append", 1, *_kv(1, seed + 4, ctx.device))
+    with expect_raises(ctx, "RuntimeError", what=f"an append needing {1 + spare} blocks (copy-on-write "
+                                                 f"included) with {spare} free"):
+        sub.call("append", 1, *_kv(tokens, seed + 4, ctx.device))
     _expect_free(sub, model, "after the rejected append")
     for sid in (0, 1, 2):
         _expect_same(ctx, sub, model, sid, "after the rejected append")
     _expect_tables(sub, model, "after the rejected append")
+
+
+@check("gather returns new tensors, never views into the pool", max_examples=5, hint="Slicing one block "
+       "of the pool returns a view: writing into it (or an in-place op on it) would change the cache. "
+       "Copy (torch.cat makes a new tensor; .clone() a single block's slice).")
+@given(block_size=st.sampled_from([4, 16]), t=st.integers(1, 40), seed=gs.seeds())
+def gather_copies(ctx: Ctx, block_size: int, t: int, seed: int) -> None:
+    note(f"block_size={block_size}, {t} tokens ({-(-t // block_size)} block(s))")
+    sub = _new(ctx, 16, block_size)
+    sub.call("allocate", 0)
+    sub.call("append", 0, *_kv(t, seed, ctx.device))
+    sub.call("gather", 0)
+    aliases = ctx.sub.last_call_stats().get("aliases") or []
+    if aliases:
+        raise CheckFailed(f"gather(0) returned {' and '.join(aliases)} sharing memory with the pool "
+                          f"({t} tokens, block_size {block_size}): the statement asks for new tensors")
 
 
 @check("a freed id is unknown, and can be allocated again", max_examples=5, hint="free removes the sequence "

@@ -223,6 +223,50 @@ def int4_ties(ctx: Ctx) -> None:
                  what="codes read back from packed (low nibble = even column)")
 
 
+TIE_MAGNITUDES = tuple(round(0.01 * i, 2) for i in range(1, 400))
+"""Scales (``absmax = qmax * m``) searched for exact ties; almost none is a power of two."""
+TIES_PER_CHECK = 24
+
+
+def _exact_ties(qmax: int) -> list[tuple[float, float]]:
+    """``(absmax, x)`` pairs where, with ``scale = absmax / qmax`` in float32, ``x / scale`` is an
+    exact ``k + 0.5`` but ``x * (1 / scale)`` rounds to another code: the ties that tell dividing
+    by the scale (the statement's rule) from multiplying by its reciprocal."""
+    found = []
+    for m in TIE_MAGNITUDES:
+        amax = torch.tensor(qmax * m, dtype=torch.float32)
+        scale = amax / qmax
+        for k in range(-qmax, qmax):
+            x = ((k + 0.5) * scale).to(torch.float32)
+            if float(x / scale) == k + 0.5 and torch.round(x / scale) != torch.round(x * (1.0 / scale)):
+                found.append((float(amax), float(x)))
+                if len(found) == TIES_PER_CHECK:
+                    return found
+    return found
+
+
+@check("exact ties round half to even with any scale, dividing by it",
+       hint="code = round(w / scale): divide. w * (1 / scale) gives the same codes almost everywhere, "
+            "but not on exact ties when the scale is not a power of two (about 1 in 8 rounds the "
+            "other way).")
+def ties_any_scale(ctx: Ctx) -> None:
+    pairs8 = _exact_ties(127)
+    w8 = torch.tensor([[a, x] for a, x in pairs8], device=ctx.device)
+    ctx.note(f"int8: {len(pairs8)} rows [absmax, x], each x / scale an exact k + 0.5 "
+             f"(first row {w8[0].tolist()})")
+    q, _ = _pair(ctx.sub.call("quantize_int8_per_channel", w8), "quantize_int8_per_channel")
+    want, _ = qz.quantize_int8_per_channel(w8.cpu())
+    expect_equal(q, want, what="int8 codes on exact ties")
+    pairs4 = _exact_ties(7)
+    w4 = torch.tensor([[v for a, x in pairs4 for v in (a, x)]], device=ctx.device)
+    ctx.note(f"int4: groups of 2 [absmax, x], {len(pairs4)} groups (first {w4[0, :2].tolist()})")
+    packed, _ = _pair(ctx.sub.call("quantize_int4_per_group", w4, 2), "quantize_int4_per_group")
+    want4, _ = qz.quantize_int4_per_group(w4.cpu(), 2)
+    expect_equal(tuple(packed.shape), tuple(want4.shape), what="shape of packed")
+    expect_equal(qz.unpack_int4(packed.cpu()), qz.unpack_int4(want4),
+                 what="int4 codes on exact ties (low nibble = even column)")
+
+
 def _expect_int4_like_reference(ctx: Ctx, w: torch.Tensor, group_size: int) -> None:
     """The submission's int4 scales, packed shape and codes equal the reference's for ``w``."""
     packed, scale = _pair(ctx.sub.call("quantize_int4_per_group", w, group_size), "quantize_int4_per_group")

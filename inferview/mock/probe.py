@@ -11,6 +11,7 @@ and at most one per answer; a probe's own answer is not probed again.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from inferview.content.loader import Library
@@ -34,9 +35,11 @@ class Probe:
     point: str
 
 
-def _lemmas(text: str) -> set[str]:
-    return {t.lemma for t in textnorm.read(text).tokens
-            if not t.stop and not t.negator and len(t.lemma) > 2 and not t.lemma.isdigit()}
+@functools.lru_cache(maxsize=4096)
+def _lemmas(text: str) -> frozenset[str]:
+    """Content lemmas of ``text`` (cached: every candidate is read once per process)."""
+    return frozenset({t.lemma for t in textnorm.read(text).tokens
+            if not t.stop and not t.negator and len(t.lemma) > 2 and not t.lemma.isdigit()})
 
 
 def _story_distance(a: str, b: str) -> int:

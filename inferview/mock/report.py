@@ -98,8 +98,8 @@ class Report:
         out += self._by_topic(title)
         if self.review:
             out += ["", "## To review next", "",
-                    "In your practice queue now: the questions you answered weakly are due, the ones "
-                    "the interview did not reach are suggested.", ""]
+                    "In your practice queue now: the questions you answered weakly are due for review, "
+                    "the ones left unanswered are suggested as new.", ""]
             for qid in self.review:
                 label = self._review_label(qid, lib)
                 out.append(f"- {label} (`{qid}`)" if label else f"- `{qid}`")

@@ -7,7 +7,9 @@ answer with a wrong claim added). It was split into ``tune.jsonl`` and ``test.js
 rubric was tuned on it (``split.py``); rubrics are tuned on the tune split only, which also takes
 ``dev.jsonl`` (answers written later by other writers, first used to measure how far the tune
 figures generalise) and ``claims.jsonl`` (wrong and appended answers only, many mistakes per
-question, for the error catalogues).
+question, for the error catalogues). ``holdout.jsonl`` is a second held-out set (720 answers by yet
+other writers, all five kinds), written before the error catalogues' second round and never tuned
+on: like the test split, it is only ever measured.
 
     python benchmarks/answer_grading.py                 # the table for the test split
     python benchmarks/answer_grading.py --split tune --show wrong --topic kv-cache
@@ -106,15 +108,15 @@ def table(outcomes: list[Outcome]) -> dict[str, tuple[int, int]]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--split", choices=["test", "tune", "dev", "claims"], default="test")
+    ap.add_argument("--split", choices=["test", "holdout", "tune", "dev", "claims"], default="test")
     ap.add_argument("--topic", help="only the questions of this topic")
     ap.add_argument("--id", help="only this question")
     ap.add_argument("--show", choices=["complete", "partial", "wrong", "term-only", "appended", "all"],
                     help="list the answers of this kind graded against their label (tune split only)")
     ap.add_argument("--json", action="store_true", help="print the table as JSON")
     args = ap.parse_args(argv)
-    if args.show and args.split == "test":
-        ap.error("--show works on the tune split only: the test split stays unseen")
+    if args.show and args.split in ("test", "holdout"):
+        ap.error("--show works on the tune split only: the held-out splits stay unseen")
     records = load(args.split)
     outcomes = grade_all(records)
     if args.topic:

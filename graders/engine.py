@@ -713,7 +713,7 @@ def _root_cause_hint(results: list[CheckResult]) -> None:
     if first is None:
         return
     for r in results[first + 1:]:
-        if r.status in (CheckStatus.FAILED, CheckStatus.ERROR) and r.hint:
+        if r.status in (CheckStatus.FAILED, CheckStatus.ERROR):
             r.hint = None
             r.message = f"{r.message}\n{KNOCK_ON}" if r.message else KNOCK_ON
 

@@ -261,32 +261,51 @@ class Worker:
 
     def _aliases(self, value: Any, obj: Any) -> list[str]:
         """Paths of the result's tensors that share storage with a tensor the object keeps (a view
-        into its state: writing into the result would change the object)."""
+        into its state: writing into the result would change the object). The state is read
+        without running the submission's code: plain containers, instance dicts and slots only."""
         out: list[tuple[str, Any]] = []
         self._tensors(value, "result", out)
         if not out:
             return []
         kept: set[int] = set()
         self._state_storages(obj, kept, 0, set())
-        return [p for p, t in out if t.numel() and t.untyped_storage().data_ptr() in kept]
+        storage = self.torch.Tensor.untyped_storage
+        return [p for p, t in out if t.numel() and storage(t).data_ptr() in kept]
 
     def _state_storages(self, value: Any, kept: set[int], depth: int, seen: set[int]) -> None:
+        import types
+
         if depth > ALIAS_DEPTH or id(value) in seen or len(seen) > ALIAS_OBJECTS:
             return
         seen.add(id(value))
-        if isinstance(value, self.torch.Tensor):
-            if value.numel():
-                kept.add(value.untyped_storage().data_ptr())
+        torch = self.torch
+        if isinstance(value, torch.Tensor):
+            if torch.Tensor.numel(value):
+                kept.add(torch.Tensor.untyped_storage(value).data_ptr())
             return
-        if isinstance(value, (list, tuple, set, frozenset)):
-            items: Any = value
-        elif isinstance(value, dict):
-            items = value.values()
+        kind = type(value)
+        if kind in (list, tuple, set, frozenset):
+            items: list[Any] = list(value)
+        elif kind is dict:
+            items = list(value.values())
         else:
-            attrs = getattr(value, "__dict__", None)
-            slots = [getattr(value, n) for n in getattr(type(value), "__slots__", ()) if hasattr(value, n)]
-            items = list(attrs.values()) if isinstance(attrs, dict) else []
-            items += slots
+            items = []
+            for klass in kind.__mro__:  # the instance dict through its C descriptor only
+                if "__dict__" in klass.__dict__:
+                    desc = klass.__dict__["__dict__"]
+                    if isinstance(desc, types.GetSetDescriptorType):
+                        attrs = desc.__get__(value, kind)
+                        if type(attrs) is dict:
+                            items += list(attrs.values())
+                    break
+            for klass in kind.__mro__:
+                for name in klass.__dict__.get("__slots__", ()) if type(klass.__dict__.get("__slots__", ())) in (tuple, list) else ():
+                    slot = klass.__dict__.get(name)
+                    if isinstance(slot, types.MemberDescriptorType):
+                        try:
+                            items.append(slot.__get__(value, kind))
+                        except AttributeError:
+                            pass
         for item in items:
             if not isinstance(item, (int, float, str, bytes, bool, type(None))):
                 self._state_storages(item, kept, depth + 1, seen)
@@ -316,7 +335,11 @@ class Worker:
                 fn = self.resolve(req)
                 value = self.guarded(fn, *args, **kwargs)
                 if req.get("target") is not None:
-                    self.last_stats["aliases"] = self._aliases(value, self.objects[int(req["target"])])
+                    try:  # reads the object's state statically: no submission code runs here
+                        aliases = self._aliases(value, self.objects[int(req["target"])])
+                    except Exception:  # noqa: BLE001 - an unreadable state reports no alias
+                        aliases = []
+                    self.last_stats = {**self.last_stats, "aliases": aliases}
         except BaseException as exc:  # noqa: BLE001 - reported to the supervisor
             return self.error_body(exc), None
         mutated = []

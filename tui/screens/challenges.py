@@ -27,8 +27,8 @@ class ChallengesScreen(Screen[None]):
         self.sub_title = "Challenges"
         table = self.query_one(DataTable)
         table.border_title = "Coding challenges — enter to open"
-        # the other columns, paddings and borders take 40 cells; titles get the rest (at least 24)
-        self.title_width = max(24, self.app.size.width - 40)
+        # the other columns, paddings and borders take 46 cells; titles get the rest (at least 24)
+        self.title_width = max(24, self.app.size.width - 46)
         table.add_column("Challenge", key="title", width=self.title_width)
         for label, key in (("Level", "level"), ("Status", "status"), ("Graded in", "best"),
                            ("On", "backend"), ("Tries", "tries")):

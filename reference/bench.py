@@ -218,7 +218,6 @@ def run_bench(device: str | None = None, quick: bool = False) -> BenchReport:
     report.decode = bench_decode(device, sizes)
     if len(report.decode) >= 2:
         a, b = report.decode[0], report.decode[-1]
-        grow = b["context"] / a["context"]
         report.notes.append(growth_note(a, b))
     report.speculative, note = bench_speculative(device, quick)
     if note:

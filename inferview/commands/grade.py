@@ -101,7 +101,7 @@ def command(challenge_id: str, file: Path, as_json: bool, device: str, seed: int
     else:
         render(data, file=str(file), output=outcome.result.output(), challenge_arg=challenge_id)
         if outcome.scheduled:
-            click.echo(f"{plural(len(outcome.scheduled), 'linked question')} scheduled for review: "
+            click.echo(f"{plural(len(outcome.scheduled), 'linked question')} queued for practice: "
                        + ", ".join(outcome.scheduled))
     sys.exit(0 if outcome.result.passed else 1)
 

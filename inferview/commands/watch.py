@@ -61,7 +61,7 @@ def command(challenge_id: str, file: Path | None, device: str, seed: int | None,
                challenge_arg=challenge_id)
         report_outcome(outcome)
         if outcome.scheduled:
-            click.echo(f"{plural(len(outcome.scheduled), 'linked question')} scheduled for review: "
+            click.echo(f"{plural(len(outcome.scheduled), 'linked question')} queued for practice: "
                        + ", ".join(outcome.scheduled))
         click.echo(f"\nwatching {path.name} for changes (Ctrl+C to stop)")
 

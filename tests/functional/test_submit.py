@@ -50,7 +50,9 @@ def test_the_result_type_reads_what_it_writes() -> None:
 
 
 def _linked_cards(store: Store) -> set[str]:
-    return {qid for qid in SIZE.spec.questions if store.get_card(qid)}
+    """Linked questions in the practice queue: a review due (seen before) or a suggestion (new)."""
+    suggested = {row["question_id"] for row in store.suggestions()}
+    return {qid for qid in SIZE.spec.questions if store.get_card(qid) or qid in suggested}
 
 
 def test_submit_records_and_schedules_linked_questions(tmp_path: Path) -> None:
@@ -77,7 +79,7 @@ def test_grade_command_schedules_linked_questions(capsys) -> None:
     with pytest.raises(SystemExit) as exc:
         cli_main(["grade", "kv-cache-size", str(WRONG), "--seed", "1"])
     assert exc.value.code == 1
-    assert "linked questions scheduled for review" in capsys.readouterr().out
+    assert "linked questions queued for practice" in capsys.readouterr().out
     with Store.open() as store:
         assert _linked_cards(store) == set(SIZE.spec.questions)
 
@@ -90,7 +92,7 @@ def test_watch_command_schedules_linked_questions(capsys, monkeypatch, tmp_path:
     monkeypatch.setattr(watchfiles, "watch", lambda *a, **k: iter(()))  # grade once, then stop
     cli_main(["watch", "kv-cache-size", str(mine), "--seed", "1"])
     out = capsys.readouterr().out
-    assert "FAILED" in out and "linked questions scheduled for review" in out
+    assert "FAILED" in out and "linked questions queued for practice" in out
     with Store.open() as store:
         assert _linked_cards(store) == set(SIZE.spec.questions)
         assert store.submissions("kv-cache-size")[0]["source"] == WRONG.read_text()
@@ -120,7 +122,7 @@ async def test_ctrl_r_goes_through_submit_and_schedules_linked_questions(app_fac
         assert outcome is not None and outcome.result.verdict == "failed"
         assert outcome.scheduled == ["kv-why"] and outcome.source == WRONG_SUM
         store = app.services.get_store()
-        assert store.get_card("kv-why") is not None
+        assert "kv-why" in {r["question_id"] for r in store.suggestions()}  # new: suggested
         assert store.submissions("demo-sum")[0]["source"] == WRONG_SUM
 
 
@@ -148,4 +150,4 @@ async def test_the_mock_coding_item_gets_its_result_from_the_challenge_screen(ap
         await settle(pilot)
         assert app.screen is screen
         assert screen._challenge_result["verdict"] == "failed"  # handed back by dismiss
-        assert app.services.get_store().get_card("kv-why") is not None
+        assert "kv-why" in {r["question_id"] for r in app.services.get_store().suggestions()}

@@ -104,6 +104,9 @@ class AnswerExamples(_Model):
     must be graded correct (score of at least 0.7, no misconception flagged)."""
     bad: list[str] = []
     """Answers that state a misconception in natural words: each must flag at least one."""
+    vague: list[str] = []
+    """Answers that name the topic's terms without the reasoning a key point asks for: each must
+    stay below the pass score (a rubric that passes one rewards keyword lists)."""
 
 
 class OpenQuestion(_QuestionBase):

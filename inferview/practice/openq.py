@@ -321,4 +321,9 @@ def self_check(question: OpenQuestion, context: RubricContext | None = None) -> 
     for i, text in enumerate(question.examples.bad):
         if not rubric.grade(text).errors:
             out.append(f"examples.bad[{i}]: no error is flagged")
+    for i, text in enumerate(question.examples.vague):
+        g = rubric.grade(text)
+        if g.score >= PASS_SCORE:
+            out.append(f"examples.vague[{i}]: scores {g.score:.2f}, at least the pass score, hitting "
+                       + "; ".join(repr(p.point.point) for p in g.points if p.hit))
     return out

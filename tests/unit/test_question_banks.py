@@ -417,7 +417,11 @@ def test_open_examples_grade_as_labelled(q):
 
 
 def test_every_open_question_has_a_vague_answer():
-    assert sorted(VAGUE_ANSWERS) == sorted(q.id for q in OPEN)
+    """Here for the first banks' questions, in the bank (``examples.vague``, checked by lint) for
+    the rest; never both."""
+    in_bank = {q.id for q in OPEN if q.examples.vague}
+    assert set(VAGUE_ANSWERS) & in_bank == set()
+    assert sorted(set(VAGUE_ANSWERS) | in_bank) == sorted(q.id for q in OPEN)
 
 
 @pytest.mark.parametrize("qid", sorted(VAGUE_ANSWERS))

@@ -15,6 +15,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from inferview.reference import (
+    block_formats,
+    caching,
+    latency,
+    long_context,
+    lora,
+    parallelism,
+    sampling,
+    scheduling,
+    ssm_state,
+)
 from inferview.reference import estimators as est
 from inferview.reference import speculative_theory as spec
 from inferview.reference.presets import get_gpu
@@ -159,6 +170,15 @@ _Q = [
 
 # Quantities of other topics live in a module each (``QUANTITIES: list[Quantity]`` there), one line
 # per module below.
+_Q += block_formats.QUANTITIES
+_Q += lora.QUANTITIES
+_Q += ssm_state.QUANTITIES
+_Q += parallelism.QUANTITIES
+_Q += caching.QUANTITIES
+_Q += scheduling.QUANTITIES
+_Q += latency.QUANTITIES
+_Q += long_context.QUANTITIES
+_Q += sampling.QUANTITIES
 
 QUANTITIES: dict[str, Quantity] = {q.name: q for q in _Q}
 """Every quantity by name."""

@@ -19,9 +19,16 @@ follow CHALLENGES.md exactly:
   slide; without it every layer slides when ``sliding_window`` is set (not null). A sliding layer
   caches ``min(seq_len, sliding_window)`` tokens. (Extensions for real configs, keys the challenge
   never sends: Qwen2's ``use_sliding_window``/``max_window_layers`` and Gemma/Cohere2's
-  ``sliding_window_pattern``, read as transformers reads them; see ``layer_kinds``.)
+  ``sliding_window_pattern``, read as transformers reads them; Llama 4's ``"chunked_attention"``
+  layers, which cache ``min(seq_len, attention_chunk_size)`` tokens; see ``layer_kinds``.)
 - Bits per value: fp32 32, fp16/bf16 16, fp8/int8 8, int4 4. The byte count is exact and rounded up
-  to a whole byte once, for the whole cache.
+  to a whole byte once, for the whole cache. (Extensions: block-scaled formats that count their
+  scales, ``mxfp4`` 4.25, ``nvfp4`` 4.5, ``int4-g128`` 4.125 bits, and FlashMLA's ``fp8-mla``
+  cache, 656 bytes per token and layer for DeepSeek-V3; see ``dtypes``.)
+
+Mixture-of-experts layouts: experts in every layer (Mixtral, gpt-oss, Qwen3-MoE), after dense first
+layers (DeepSeek-V3, Kimi K2), or interleaved with dense layers (Llama 4 Maverick), with shared
+experts where the model has them; see ``model_shape.moe_layers`` and ``param_counts``.
 
 The functions live in one module per concern (``dtypes``, ``model_shape``, ``kv_memory``,
 ``param_counts``, ``flops``); this module gathers them under one name. Pure Python; no torch.
@@ -29,7 +36,15 @@ The functions live in one module per concern (``dtypes``, ``model_shape``, ``kv_
 
 from __future__ import annotations
 
-from inferview.reference.dtypes import DTYPE_BITS, bytes_to_fit, dtype_bits
+from inferview.reference.dtypes import (
+    DTYPE_BITS,
+    DTYPES,
+    KV_DTYPES,
+    WEIGHT_DTYPES,
+    bytes_to_fit,
+    dtype_bits,
+    get_dtype,
+)
 from inferview.reference.flops import (
     attention_flops,
     attention_matrix_bytes,
@@ -39,6 +54,7 @@ from inferview.reference.flops import (
     ridge_point,
 )
 from inferview.reference.kv_memory import (
+    kv_bits_per_token_layer,
     kv_bytes_per_token,
     kv_cache_bytes,
     kv_cache_values,
@@ -46,11 +62,33 @@ from inferview.reference.kv_memory import (
     max_batch_size,
     max_context_length,
 )
-from inferview.reference.model_shape import head_dim, is_mla, layer_kinds, num_kv_heads
-from inferview.reference.param_counts import ParamCounts, param_counts, weight_bytes
+from inferview.reference.model_shape import (
+    head_dim,
+    is_mla,
+    layer_kinds,
+    layer_span,
+    moe_layers,
+    num_kv_heads,
+    tokens_cached,
+)
+from inferview.reference.param_counts import (
+    QUANT_SCOPES,
+    WEIGHT_SCOPES,
+    ParamCounts,
+    param_counts,
+    quantized_part,
+    quantized_weight_bytes,
+    scoped_weight_bytes,
+    weight_bytes,
+)
 
 __all__ = [
+    "DTYPES",
     "DTYPE_BITS",
+    "KV_DTYPES",
+    "QUANT_SCOPES",
+    "WEIGHT_DTYPES",
+    "WEIGHT_SCOPES",
     "ParamCounts",
     "attention_flops",
     "attention_matrix_bytes",
@@ -59,17 +97,25 @@ __all__ = [
     "decode_step_bytes",
     "decode_step_flops",
     "dtype_bits",
+    "get_dtype",
     "head_dim",
     "is_mla",
+    "kv_bits_per_token_layer",
     "kv_bytes_per_token",
     "kv_cache_bytes",
     "kv_cache_values",
     "kv_values_per_token",
     "layer_kinds",
+    "layer_span",
     "max_batch_size",
     "max_context_length",
+    "moe_layers",
     "num_kv_heads",
     "param_counts",
+    "quantized_part",
+    "quantized_weight_bytes",
     "ridge_point",
+    "scoped_weight_bytes",
+    "tokens_cached",
     "weight_bytes",
 ]

@@ -6,20 +6,37 @@ Pure Python; no torch.
 
 from __future__ import annotations
 
-from inferview.reference.dtypes import dtype_bits
+from inferview.reference.dtypes import bits_to_bytes, dtype_bits, exact_bits
 from inferview.reference.kv_memory import kv_cache_bytes
-from inferview.reference.model_shape import Config, _int, _opt_int, head_dim, is_mla, layer_kinds
+from inferview.reference.model_shape import (
+    Config,
+    _int,
+    _opt_int,
+    head_dim,
+    is_mla,
+    layer_kinds,
+    layer_span,
+)
 from inferview.reference.param_counts import _num_experts, _top_k, param_counts
 
 
-def _attended_pairs(seq_len: int, window: int | None, causal: bool) -> int:
-    """Query-key pairs scored: ``T*T`` without a mask; causal ``sum_i min(i + 1, window)``."""
+def _causal(n: int) -> int:
+    return n * (n + 1) // 2
+
+
+def _attended_pairs(seq_len: int, window: int | None, causal: bool, chunked: bool = False) -> int:
+    """Query-key pairs scored: ``T*T`` without a mask; causal ``sum_i min(i + 1, window)``; causal
+    within chunks of ``window`` tokens (Llama 4's chunked attention): ``C(C+1)/2`` per full chunk
+    plus the remainder's."""
     if not causal:
         return seq_len * seq_len
     if window is None or window >= seq_len:
-        return seq_len * (seq_len + 1) // 2
+        return _causal(seq_len)
+    if chunked:
+        full, rest = divmod(seq_len, window)
+        return full * _causal(window) + _causal(rest)
     # first `window` queries see i+1 keys, the rest see `window`
-    return window * (window + 1) // 2 + (seq_len - window) * window
+    return _causal(window) + (seq_len - window) * window
 
 
 def _qk_v_dims(config: Config) -> tuple[int, int]:
@@ -35,18 +52,19 @@ def attention_flops(config: Config, seq_len: int, batch_size: int = 1, causal: b
     """FLOPs of the two attention matrix products (``Q K^T`` and ``P V``) of one forward pass over
     ``seq_len`` tokens, 2 FLOPs per multiply-add, all layers and heads:
     ``sum_layers 2 * Hq * (d_qk + d_v) * pairs`` with ``pairs = T*T`` (no mask) or the causal count
-    ``T(T+1)/2`` (capped by the window on sliding layers; a sliding window is a causal mask, so
-    without one it is ignored). For ``d_qk = d_v = d`` and no mask this
+    ``T(T+1)/2`` (capped by the window on sliding layers, counted chunk by chunk on chunked layers;
+    windows and chunks are causal masks, so without one they are ignored). For ``d_qk = d_v = d``
+    and no mask this
     is the familiar ``4 * T^2 * d * Hq`` per layer. Projections and softmax are not included; MLA is
     counted in its naive (non-absorbed) form.
     """
     heads = _int(config, "num_attention_heads")
     d_qk, d_v = _qk_v_dims(config)
-    window = config.get("sliding_window")
     total = 0
     for kind in layer_kinds(config):
-        w = window if kind == "sliding_attention" else None
-        total += 2 * heads * (d_qk + d_v) * _attended_pairs(seq_len, w, causal)
+        span = layer_span(config, kind)
+        total += 2 * heads * (d_qk + d_v) * _attended_pairs(seq_len, span, causal,
+                                                             kind == "chunked_attention")
     return batch_size * total
 
 
@@ -57,7 +75,7 @@ def attention_matrix_bytes(config: Config, seq_len: int, batch_size: int = 1,
     memory it never writes). Grows quadratically in ``T``, unlike the KV cache.
     """
     heads = _int(config, "num_attention_heads")
-    return -(-batch_size * heads * seq_len * seq_len * dtype_bits(dtype) // 8)
+    return bits_to_bytes(batch_size * heads * seq_len * seq_len * exact_bits(dtype))
 
 
 def _expected_experts_touched(experts: int, top_k: int, batch_size: int) -> float:
@@ -73,18 +91,21 @@ def decode_step_flops(config: Config, batch_size: int, context_len: int) -> floa
     tokens, 2 FLOPs per multiply-add: ``2 * matmul_params * B`` (Kaplan et al. 2020; every active
     parameter but the input-embedding lookup, norms and biases included as a negligible excess)
     plus the new token's attention over ``context_len + 1`` keys:
-    ``sum_layers 2 * Hq * (d_qk + d_v) * min(ctx + 1, window)`` per sequence (MLA counted in its
-    naive form; the absorbed form trades more FLOPs for fewer bytes).
+    ``sum_layers 2 * Hq * (d_qk + d_v) * keys`` per sequence, with ``keys = min(ctx + 1, window)``
+    on a sliding layer and the tokens of the current chunk, ``ctx % chunk + 1``, on a chunked one
+    (MLA counted in its naive form; the absorbed form trades more FLOPs for fewer bytes).
     """
     counts = param_counts(config)
     heads = _int(config, "num_attention_heads")
     d_qk, d_v = _qk_v_dims(config)
-    window = config.get("sliding_window")
     attn = 0
     for kind in layer_kinds(config):
         keys = context_len + 1
-        if kind == "sliding_attention":
-            keys = min(keys, window)
+        span = layer_span(config, kind)
+        if kind == "chunked_attention" and span:
+            keys = context_len % span + 1
+        elif span is not None:
+            keys = min(keys, span)
         attn += 2 * heads * (d_qk + d_v) * keys
     return float(batch_size * (2 * counts.matmul + attn))
 

@@ -16,7 +16,12 @@ from inferview.reference import presets
 
 from inferview.model_config import read_config
 
-DTYPES = ["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
+DTYPES = list(est.WEIGHT_DTYPES)
+"""Weight formats (block-scaled ones count their scales: mxfp4 4.25 bits, nvfp4 4.5, int4-g128 4.125)."""
+KV_DTYPES = list(est.KV_DTYPES)
+"""KV-cache formats: the weight formats plus ``fp8-mla`` (FlashMLA's MLA cache, MLA models only)."""
+WEIGHT_SCOPES = list(est.WEIGHT_SCOPES)
+"""What the weight format applies to: all parameters, the linear layers, or the routed experts."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,8 @@ class CalcInputs:
     gpu: str = "h100-sxm"
     gpus: int = 1
     """How many GPUs share the weights and the cache (tensor parallel: memory adds up)."""
+    weight_scope: str = "all"
+    """``all``, ``linear`` (embeddings and output head in bf16) or ``experts`` (routed experts)."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +84,7 @@ def calculate(inputs: CalcInputs) -> CalcResult:
         raise ValueError("at least one GPU")
     try:
         params = est.param_counts(config)
-        weights = est.weight_bytes(params.total, inputs.weight_dtype)
+        weights = est.scoped_weight_bytes(config, inputs.weight_dtype, inputs.weight_scope)
         kv = est.kv_cache_bytes(config, inputs.context, inputs.batch, inputs.kv_dtype)
         per_token = est.kv_bytes_per_token(config, inputs.kv_dtype)
         gpu_bytes = gpu.memory_bytes * inputs.gpus

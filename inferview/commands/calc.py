@@ -1,8 +1,13 @@
 """``inferview calc``: the KV-cache and weight-memory calculator over model presets.
 
 ``inferview calc kv --model NAME | --config config.json --seq-len N [--batch B] [--dtype D]
-[--weight-dtype D] [--gpu NAME] [--json]`` and ``inferview calc models [--json]``. Every number
-comes from ``inferview.reference.estimators``; torch is never imported.
+[--weight-dtype D [--weight-scope all|linear|experts]] [--gpu NAME [--gpus N]] [--json]`` and
+``inferview calc models [--json]``. Every number comes from ``inferview.reference.estimators``;
+torch is never imported.
+
+Formats (``--dtype`` for the cache, ``--weight-dtype`` for the weights) include the block-scaled
+ones with their scales: ``mxfp4`` 4.25 bits, ``nvfp4`` 4.5, ``int4-g128`` 4.125 (``int4`` alone
+ignores scales), and for an MLA cache ``fp8-mla``, FlashMLA's 656-byte layout for DeepSeek-V3.
 """
 
 from __future__ import annotations
@@ -43,6 +48,12 @@ def _load_config(path: Path) -> dict[str, Any]:
         raise click.UsageError(str(exc)) from None
 
 
+SCOPES = est.WEIGHT_SCOPES
+"""What ``--weight-dtype`` applies to: every parameter, the transformer blocks' linear layers (as
+GPTQ/AWQ/FP8 checkpoints quantize them, embeddings and output head kept in bf16), or the routed
+experts only (as gpt-oss ships MXFP4)."""
+
+
 def _gpu_report(config: dict[str, Any], seq_len: int, batch: int, dtype: str, wdtype: str,
                 gpu_name: str, weights: int, gpus: int = 1) -> dict[str, Any]:
     g = get_gpu(gpu_name)
@@ -63,12 +74,14 @@ def _gpu_report(config: dict[str, Any], seq_len: int, batch: int, dtype: str, wd
 
 
 def kv_report(config: dict[str, Any], seq_len: int, batch: int, dtype: str, wdtype: str,
-              gpu: str | None, name: str, source: str, gpus: int = 1) -> dict[str, Any]:
+              gpu: str | None, name: str, source: str, gpus: int = 1,
+              weight_scope: str = "all") -> dict[str, Any]:
     """Everything ``calc kv`` prints, as a JSON-ready dict (bytes as exact integers)."""
     kv = est.kv_cache_bytes(config, seq_len, batch, dtype)
     pc = est.param_counts(config)
-    weights = est.weight_bytes(config, wdtype)
+    weights = est.scoped_weight_bytes(config, wdtype, weight_scope)
     kinds = est.layer_kinds(config)
+    fmt = est.get_dtype(dtype)
     report: dict[str, Any] = {
         "model": name, "source": source, "seq_len": seq_len, "batch": batch, "dtype": dtype,
         "kv_cache_bytes": kv,
@@ -78,14 +91,21 @@ def kv_report(config: dict[str, Any], seq_len: int, batch: int, dtype: str, wdty
         "layers": len(kinds),
         "sliding_layers": kinds.count("sliding_attention"),
         "sliding_window": config.get("sliding_window") if "sliding_attention" in kinds else None,
+        "chunked_layers": kinds.count("chunked_attention"),
+        "attention_chunk_size": (config.get("attention_chunk_size")
+                                 if "chunked_attention" in kinds else None),
         "attention": "mla" if est.is_mla(config) else "mha/gqa/mqa",
         "values_per_token_per_layer": est.kv_values_per_token(config),
+        "kv_bytes_per_token_per_layer": float(est.kv_bits_per_token_layer(config, dtype) / 8),
+        "dtype_bits": None if fmt.mla_only else est.dtype_bits(dtype),
         "num_key_value_heads": None if est.is_mla(config) else est.num_kv_heads(config),
         "head_dim": None if est.is_mla(config) else est.head_dim(config),
         "params_total": pc.total,
         "params_active": pc.active(include_embedding=False),
         "moe": pc.routed_experts > 0,
+        "moe_layers": sum(est.moe_layers(config, 1 if pc.routed_experts else 0)),
         "weight_dtype": wdtype,
+        "weight_scope": weight_scope,
         "weight_bytes": weights,
         "weight_human": format_value(weights, "bytes"),
     }
@@ -106,20 +126,32 @@ def _print_kv(r: dict[str, Any]) -> None:
     limit = r.get("max_position_embeddings")
     if isinstance(limit, int) and r["seq_len"] > limit:
         click.echo(f"                  (past the model's max_position_embeddings, {limit:,})")
+    each = (f"x {r['dtype_bits'] / 8:g} bytes" if r["dtype_bits"] is not None
+            else f"= {r['kv_bytes_per_token_per_layer']:g} bytes per layer in {r['dtype']}")
     click.echo(f"  per token       {format_value(r['kv_bytes_per_token'], 'bytes/token')} "
-               f"({shape} x {est.dtype_bits(r['dtype']) / 8:g} bytes)")
+               f"({shape} {each})")
     if r["sliding_layers"]:
         click.echo(f"  sliding window  {r['sliding_layers']} of {r['layers']} layers keep only the "
                    f"last {r['sliding_window']:,} tokens")
-        full = r["layers"] - r["sliding_layers"]
+    if r["chunked_layers"]:
+        click.echo(f"  chunked         {r['chunked_layers']} of {r['layers']} layers attend within "
+                   f"{r['attention_chunk_size']:,}-token chunks and keep at most one chunk")
+    bounded = r["sliding_layers"] + r["chunked_layers"]
+    if bounded:
+        full = r["layers"] - bounded
         beyond = r["kv_bytes_per_token"] * full / r["layers"]
-        click.echo(f"                  past the window a token costs "
-                   f"{format_value(beyond, 'bytes/token') if full else 'nothing more'}"
+        click.echo(f"                  past the {'window' if r['sliding_layers'] else 'chunk'} a "
+                   f"token costs {format_value(beyond, 'bytes/token') if full else 'nothing more'}"
                    f" ({full} full-attention layers)")
     click.echo(f"  parameters      {format_count(r['params_total'])} total"
                + (f", {format_count(r['params_active'])} active per token, not counting the input embedding"
                   if r["moe"] else ""))
-    click.echo(f"  weights         {r['weight_human']} in {r['weight_dtype']}")
+    if r["moe"] and r["moe_layers"] != r["layers"]:
+        click.echo(f"                  experts in {r['moe_layers']} of {r['layers']} layers, "
+                   "dense MLPs in the others")
+    scope = {"all": "", "linear": " (linear layers; embeddings, head, norms in bf16)",
+             "experts": " (routed experts; everything else in bf16)"}[r["weight_scope"]]
+    click.echo(f"  weights         {r['weight_human']} in {r['weight_dtype']}{scope}")
     g = r.get("gpu")
     if g:
         click.echo(f"  on {g['title']} ({format_bytes(g['memory_bytes'])}):")
@@ -152,16 +184,22 @@ def command() -> None:
               help="Tokens per sequence (128k = 131072).")
 @click.option("--batch", "batch", type=click.IntRange(min=1), default=1, show_default=True,
               help="Sequences in the batch.")
-@click.option("--dtype", "dtype", type=click.Choice(list(est.DTYPE_BITS), case_sensitive=False),
-              default="bf16", show_default=True, help="KV-cache precision.")
-@click.option("--weight-dtype", "weight_dtype", type=click.Choice(list(est.DTYPE_BITS), case_sensitive=False),
-              default="bf16", show_default=True, help="Weight precision.")
+@click.option("--dtype", "dtype", type=click.Choice(est.KV_DTYPES, case_sensitive=False),
+              default="bf16", show_default=True,
+              help="KV-cache format (block scales counted; fp8-mla: FlashMLA's MLA cache).")
+@click.option("--weight-dtype", "weight_dtype", type=click.Choice(est.WEIGHT_DTYPES, case_sensitive=False),
+              default="bf16", show_default=True,
+              help="Weight format: mxfp4 4.25 bits, nvfp4 4.5, int4-g128 4.125 (scales counted).")
+@click.option("--weight-scope", "weight_scope", type=click.Choice(SCOPES, case_sensitive=False),
+              default="all", show_default=True,
+              help="What --weight-dtype applies to: all parameters, linear layers (embeddings and "
+                   "head in bf16, as GPTQ/AWQ/FP8 checkpoints), or the routed experts (gpt-oss).")
 @click.option("--gpu", "gpu", default=None, help="GPU preset: show the largest batch and context that fit.")
 @click.option("--gpus", "gpus", type=click.IntRange(min=1, max=4096), default=1, show_default=True,
               help="How many of those GPUs (weights and cache sharded across them), as in the app.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (exact byte counts).")
 def kv_cmd(model: str | None, config_path: Path | None, seq_len: int, batch: int, dtype: str,
-           weight_dtype: str, gpu: str | None, gpus: int, as_json: bool) -> None:
+           weight_dtype: str, weight_scope: str, gpu: str | None, gpus: int, as_json: bool) -> None:
     """KV-cache bytes, per-token cost and what fits on a GPU (or --gpus N of them)."""
     if (model is None) == (config_path is None):
         raise click.UsageError("give exactly one of --model NAME or --config PATH")
@@ -183,7 +221,7 @@ def kv_cmd(model: str | None, config_path: Path | None, seq_len: int, batch: int
         config, name, source = _load_config(config_path), config_path.name, str(config_path)
     try:
         report = kv_report(config, seq_len, batch, dtype.lower(), weight_dtype.lower(), gpu, name,
-                           source, gpus)
+                           source, gpus, weight_scope.lower())
     except OverflowError as exc:
         raise click.UsageError(f"{name}: a number in the config is too large to be a "
                                    "layer, head or dimension count") from exc
@@ -219,7 +257,7 @@ def models_cmd(as_json: bool) -> None:
     click.echo("Models")
     for m in models:
         act = "" if not m["moe"] else f" ({format_count(m['params_active'])} active)"
-        click.echo(f"  {m['name']:<16} {m['title']:<22} {m['layers']:>3} layers  {m['attention']:<9} "
+        click.echo(f"  {m['name']:<16} {m['title']:<25} {m['layers']:>3} layers  {m['attention']:<9} "
                    f"{format_value(m['kv_bytes_per_token_bf16'], 'bytes/token'):<16} "
                    f"{format_count(m['params_total'])}{act}")
         click.echo(f"  {'':<16} source: {m['source']}")

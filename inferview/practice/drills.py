@@ -164,7 +164,8 @@ def placeholders(question: NumericQuestion, params: Mapping[str, Any]) -> dict[s
             active_params=format_count(pc.active(include_embedding=False), "params"),
             weights=format_bytes(est.weight_bytes(c, wdtype)),
             weights_at_dtype=format_bytes(est.weight_bytes(c, dtype)),
-            experts=_fmt(int(c.get("n_routed_experts") or c.get("num_local_experts") or 0)),
+            experts=_fmt(int(c.get("n_routed_experts") or c.get("num_local_experts")
+                             or c.get("num_experts") or 0)),
             top_k=_fmt(int(c.get("num_experts_per_tok") or 0)),
             shared_experts=_fmt(int(c.get("n_shared_experts") or 0)),
             moe_ffn=_fmt(int(c.get("moe_intermediate_size") or c["intermediate_size"])),

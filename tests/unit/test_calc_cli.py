@@ -127,7 +127,7 @@ def test_malformed_configs_give_one_line_and_exit_2(tmp_path):
         ({**base, "num_hidden_layers": "2"}, "must be a non-negative integer"),
         ({**base, "num_attention_heads": 0}, "must be positive"),
         ({**base, "layer_types": 5, "sliding_window": 4}, "layer_types must be a list"),
-        ({**base, "layer_types": ["chunked_attention", "full_attention"], "sliding_window": 4},
+        ({**base, "layer_types": ["linear_attention", "full_attention"], "sliding_window": 4},
          "unknown layer type"),
         ({**base, "num_local_experts": [8]}, "num_local_experts"),
         ({**base, "num_hidden_layers": 10**30}, "too large"),

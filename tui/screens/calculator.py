@@ -10,6 +10,8 @@ from __future__ import annotations
 from inferview.reference import presets
 from inferview.tui.calculation import (
     DTYPES,
+    KV_DTYPES,
+    WEIGHT_SCOPES,
     CalcInputs,
     CalcResult,
     calculate,
@@ -59,11 +61,14 @@ class CalculatorScreen(Screen[None]):
                 yield Label("…or config.json path")
                 yield Input(placeholder="~/models/x/config.json", compact=True, id="calc-config")
                 yield Label("KV cache dtype")
-                yield Select([(d, d) for d in DTYPES], value="bf16", allow_blank=False, compact=True,
-                             id="calc-kv-dtype")
+                yield Select([(d, d) for d in KV_DTYPES], value="bf16", allow_blank=False,
+                             compact=True, id="calc-kv-dtype")
                 yield Label("Weights dtype")
                 yield Select([(d, d) for d in DTYPES], value="bf16", allow_blank=False, compact=True,
                              id="calc-w-dtype")
+                yield Label("…applied to")
+                yield Select([(s, s) for s in WEIGHT_SCOPES], value="all", allow_blank=False,
+                             compact=True, id="calc-w-scope")
                 yield Label("Batch (sequences)")
                 yield Input("1", compact=True, id="calc-batch")
                 yield Label("Context (8k = 8192)")
@@ -95,6 +100,7 @@ class CalculatorScreen(Screen[None]):
             config_path=self.query_one("#calc-config", Input).value.strip(),
             kv_dtype=str(self.query_one("#calc-kv-dtype", Select).value),
             weight_dtype=str(self.query_one("#calc-w-dtype", Select).value),
+            weight_scope=str(self.query_one("#calc-w-scope", Select).value),
             batch=parse_count(self.query_one("#calc-batch", Input).value, "batch"),
             context=parse_count(self.query_one("#calc-context", Input).value, "context"),
             gpu=str(self.query_one("#calc-gpu", Select).value),

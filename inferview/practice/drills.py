@@ -197,6 +197,9 @@ def placeholders(question: NumericQuestion, params: Mapping[str, Any]) -> dict[s
             gpu_bandwidth=f"{g.bandwidth_bytes_per_s / 1e12:g} TB/s",
             gpu_flops=f"{g.bf16_flops / 1e12:g} TFLOP/s",
         )
+    # a drill's own parameter wins over a model field of the same name ({window} of a streaming
+    # cache is the drill's, not the model's sliding window); model and gpu render as their titles
+    fields.update({k: _fmt(v) for k, v in params.items() if k not in ("model", "gpu")})
     fields["formula"] = q.formula
     return fields
 

@@ -9,6 +9,8 @@ answer (``textnorm``: lemmas, numbers, small words dropped) and split into **slo
   negator inside an alternative is part of that phrase, like "no" in "no loss", and does not turn
   the claim around);
 - ``@name``: any term of the thesaurus group ``name``; ``=word``: that word only, not its group;
+- a figure may be one of alternatives (``(~2x|double)``); there are no optional slots (``?`` is
+  refused: write a second pattern without the slot);
 - ``~47B``, ``~93.4GB``, ``~2x``, ``~56%``: a figure within 5 % (``~13B@10%`` sets the tolerance);
   "47B", "46.7 billion", "forty-seven billion" all read 47e9, "93.4 GB" and "87 GiB" the same bytes;
 - a negator ("not", "no", "never", "without") makes the pattern a negative claim.
@@ -73,6 +75,8 @@ class Slot:
     alternatives: tuple[tuple[str, ...], ...] = ()
     figure: Figure | None = None
     text: str = ""
+    figures: tuple[Figure, ...] = ()
+    """Figures among the alternatives (``(~2x|double)``): any of them, or of the words, fills it."""
 
 
 @dataclass(frozen=True)
@@ -82,13 +86,18 @@ class Pattern:
     source: str
     slots: tuple[Slot, ...]
     negative: bool
+    paired: bool = False
+    """Its first two words are joined by "and"/"or" in the source ("fp16 and bf16 same range"):
+    a claim about a pair, so a coordinator between them in the answer is no list."""
 
 
-_ITEM = re.compile(r"\([^)]*\)|\S+")
+_ITEM = re.compile(r"\??\([^)]*\)\??|\S+")
 _FIGURE = re.compile(r"^~(?P<num>\d+(?:\.\d+)?(?:e[-+]?\d+)?)\s*(?P<unit>[a-z%×]*)(?:@(?P<tol>\d+(?:\.\d+)?)%)?$")
 
 
 def _figure(item: str) -> Figure:
+    for frac, dec in (("\u00bd", "0.5"), ("\u00bc", "0.25"), ("\u00be", "0.75")):
+        item = item.replace(frac, dec)
     m = _FIGURE.match(item.lower())
     if not m:
         raise PatternError(f"figure {item!r} is not like ~47B, ~93.4GB, ~2x, ~56% or ~13B@10%")
@@ -149,6 +158,9 @@ def _compile(source: str, lex: Lexicon) -> Pattern:
             plain.clear()
 
     for item in _ITEM.findall(source):
+        if item.startswith("?") or item.endswith("?"):
+            raise PatternError(f"{item!r}: '?' does not make a slot optional; write a second "
+                               "pattern without the slot")
         if item.startswith("~"):
             flush()
             slots.append(Slot(figure=_figure(item), text=item))
@@ -166,24 +178,32 @@ def _compile(source: str, lex: Lexicon) -> Pattern:
             slots.append(Slot((("@" + name,),), text=item))
         elif "|" in item or item.startswith("("):
             flush()
-            alts = []
+            alts, figures = [], []
             for alt in item.strip("()").split("|"):
+                if alt.strip().startswith("~"):
+                    try:
+                        figures.append(_figure(alt.strip()))
+                        continue
+                    except PatternError:
+                        alt = alt.strip()[1:]  # "~20 ms": a unit figures do not know reads as words
                 if alt.startswith("="):  # that word only, not its thesaurus group
                     words = [t.lemma for t in textnorm.read(alt[1:], lex.lemmas).tokens]
                 else:
                     words, _ = _content(alt, lex, keep_negators=True)
                 if words:
                     alts.append(tuple(words))
-            if not alts:
+            if not alts and not figures:
                 raise PatternError(f"{item!r} has no words the matcher can see")
-            slots.append(Slot(tuple(alts), text=item))
+            slots.append(Slot(tuple(alts), text=item, figures=tuple(figures)))
         else:
             plain.append(item)
     flush()
     if len(slots) < MIN_SLOTS and not (slots and negators % 2 == 1):
         raise PatternError(f"{source!r} has {len(slots)} slot(s); a pattern needs at least "
                            f"{MIN_SLOTS} (a single term never stands for a claim)")
-    return Pattern(source, tuple(slots), negators % 2 == 1)
+    items = _ITEM.findall(source)
+    paired = len(items) > 2 and items[1].lower() in COORDINATORS
+    return Pattern(source, tuple(slots), negators % 2 == 1, paired)
 
 
 class Reading:
@@ -262,14 +282,15 @@ class Reading:
         spans = []
         toks = self.doc.tokens
         lo, hi = positions[0], positions[-1]
-        if slot.figure is not None:
-            for p in self.figures:
-                if lo <= p <= hi and p in self._position_set(positions):
-                    q = toks[self.index[p]].quantity
-                    if q.fits(slot.figure.value, slot.figure.kind, slot.figure.tolerance):
-                        spans.append((p, p))
-            return spans
+        figures = (slot.figure,) if slot.figure is not None else slot.figures
         pos_set = self._position_set(positions)
+        for p in self.figures if figures else ():
+            if lo <= p <= hi and p in pos_set:
+                q = toks[self.index[p]].quantity
+                if any(q.fits(f.value, f.kind, f.tolerance) for f in figures):
+                    spans.append((p, p))
+        if slot.figure is not None:
+            return spans
         for alt in slot.alternatives:
             for p in self.starts.get(alt[0], ()) if alt else ():
                 if p in pos_set:
@@ -342,7 +363,7 @@ def match(pattern: Pattern, reading: Reading, scope: str = "block", ordered: boo
                 continue
             if ordered and any(combo[k][0] <= combo[k - 1][1] for k in range(1, len(combo))):
                 continue
-            if ordered and len(combo) > 1 and any(
+            if ordered and len(combo) > 1 and not pattern.paired and any(
                     toks[i].surface in COORDINATORS
                     for i in range(reading.index[combo[0][1]] + 1, reading.index[combo[1][0]])):
                 continue  # "MLA or a quantized cache": a list of subjects, not "MLA quantizes"
@@ -378,7 +399,8 @@ def reversals(pattern: Pattern, lex: Lexicon) -> list[Pattern]:
     slot: the claims that say the opposite ("cache grows" -> "cache shrinks")."""
     out = []
     for i, slot in enumerate(pattern.slots):
-        if slot.figure is not None or len(slot.alternatives) != 1 or len(slot.alternatives[0]) != 1:
+        if slot.figure is not None or slot.figures or len(slot.alternatives) != 1 \
+                or len(slot.alternatives[0]) != 1:
             continue
         key = slot.alternatives[0][0]
         other = lex.antonyms.get(key.lstrip("@")) if key.startswith("@") else None
@@ -387,5 +409,5 @@ def reversals(pattern: Pattern, lex: Lexicon) -> list[Pattern]:
         slots = list(pattern.slots)
         slots[i] = Slot((("@" + other,),), text="@" + other)
         out.append(Pattern(f"{pattern.source} (reversed: {slot.text} -> {other})", tuple(slots),
-                           pattern.negative))
+                           pattern.negative, pattern.paired))
     return out

@@ -34,7 +34,7 @@ from functools import lru_cache
 
 NEGATION_REACH = 5
 """How many content words after a negator it covers (within its segment)..."""
-SHORT_REACH = {"without": 1, "no": 2, "none": 2, "nothing": 2, "lack": 1, "of": 1}
+SHORT_REACH = {"without": 1, "no": 2, "none": 2, "nothing": 2, "lack": 1, "of": 1, "non": 1}
 """...except the negators that negate a noun phrase, not a clause: "without a cache you recompute
 everything" negates the cache, not the recomputing."""
 
@@ -49,10 +49,11 @@ via around along across upon whether either something anything
 """Words patterns ignore ("the", "of", "into", "with", "is"...)."""
 
 NEGATORS: frozenset[str] = frozenset({"not", "no", "never", "without", "none", "nothing",
-                                      "neither", "nor", "nobody", "nowhere"})
-"""Single-word negators (contractions are expanded to "not" first)."""
+                                      "neither", "nor", "nobody", "nowhere", "non"})
+"""Single-word negators (contractions are expanded to "not" first; "non-deterministic" reads
+"non deterministic", so "non" negates the one word after it)."""
 
-_NOT_NEGATION = {("not", "only"), ("no", "matter")}
+_NOT_NEGATION = {("not", "only"), ("not", "just"), ("not", "merely"), ("no", "matter")}
 """Pairs that start with a negator but do not negate what follows."""
 _NEGATION_PAIRS = {("rather", "than"), ("instead", "of"), ("no", "longer"), ("lack", "of")}
 """Two-word negators; the pair's second word is the one that opens the scope."""
@@ -300,7 +301,9 @@ def _characters(text: str) -> _Tracked:
     t.sub(r"(?<=\d),(?=\d{3}\b)", "")          # 4,096 -> 4096
     t.sub(r"(?<=\d)_(?=\d{3}\b)", "")          # 1_000 -> 1000
     t.sub(r"[\u2010-\u2012]", "-")
-    t.sub(r"[\u2013\u2014\u2015\u2192]", " - ")  # dashes and arrows are segment breaks
+    t.sub(r"\s*(?:->|=>|-->|\u2192|\u27f6|\u21d2)\s*", " leads to ")  # "X -> Y" is a claim, not a break
+    t.sub(r"\b(\d+(?:\.\d+)?)\s*(?:-|\u2013|to)\s*(\d+(?:\.\d+)?)\s*(x|×)(?![a-z])", r"\1x to \2x")  # 5-10x
+    t.sub(r"[\u2013\u2014\u2015]", " - ")  # dashes are segment breaks
     t.sub(r"(?<![\d\s])/|/(?![\d\s])", " / ")   # K/V -> K / V, keep 1/8
     t.sub(r"\b(on|off)[- ](chip|policy)\b", r"\1\2")  # on-chip, off-policy: "on"/"off" carry it
     t.sub(r"(?<=[a-z])\+(?=[a-z])", " and ")    # W+A is weights and activations
@@ -393,6 +396,7 @@ def read(text: str, overrides: Mapping[str, str] | None = None) -> Doc:
     doc = Doc(norm, original=text, offsets=tracked.map)
     sentence = segment = block = item = 0
     questions: set[int] = set()
+    labels: set[int] = set()  # segments that end with a colon
     raw = list(_TOKEN.finditer(norm))
     for idx, m in enumerate(raw):
         w = m.group(0)
@@ -418,6 +422,8 @@ def read(text: str, overrides: Mapping[str, str] | None = None) -> Doc:
                 item += 1
             continue
         if w in _SEGMENT_END or not re.match(r"[a-z0-9_]", w):
+            if w == ":" and doc.tokens and doc.tokens[-1].segment == segment:
+                labels.add(segment)
             if w in _SEGMENT_END or w in ("•", "*"):
                 segment += 1
             if w == ",":
@@ -432,7 +438,7 @@ def read(text: str, overrides: Mapping[str, str] | None = None) -> Doc:
                                 stop=w in STOPWORDS or lem in STOPWORDS or w in CONTRASTS,
                                 quantity=quantities.get(m.start()) if number else None, item=item))
     _mark_negators(doc.tokens)
-    _mark_clauses(doc.tokens)
+    _mark_clauses(doc.tokens, labels)
     doc.questions = frozenset(questions)
     return doc
 
@@ -444,10 +450,11 @@ LEAD_WORDS: frozenset[str] = frozenset({
     "when", "across", "within", "compared", "relative", "over", "through",
 })
 """...when it is a prepositional lead-in ("With MQA,", "In decode,", "For Llama 2 70B,"), not a
-clause of its own ("FA is exact, ...")."""
+clause of its own ("FA is exact, ..."), or a label before a colon ("MQA: no quality loss",
+"Decode: compute-bound")."""
 
 
-def _mark_clauses(tokens: list[Token]) -> None:
+def _mark_clauses(tokens: list[Token], labels: set[int] = frozenset()) -> None:
     for t in tokens:
         t.clause = t.segment
     i = 0
@@ -458,7 +465,8 @@ def _mark_clauses(tokens: list[Token]) -> None:
             j += 1
         lead = tokens[i:j]
         if (j < len(tokens) and tokens[j].sentence == sentence and len(lead) <= LEAD_IN
-                and lead[0].surface in LEAD_WORDS and tokens[j].surface not in CONTRASTS
+                and (lead[0].surface in LEAD_WORDS or seg in labels)
+                and tokens[j].surface not in CONTRASTS
                 and not any(t.negator or t.surface in CONTRASTS for t in lead)):
             for t in lead:
                 t.clause = tokens[j].segment

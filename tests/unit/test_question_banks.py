@@ -11,7 +11,7 @@ from inferview.reference.formulas import QUANTITIES
 
 from inferview.content.loader import cross_reference_errors, load_library
 from inferview.content.models import Bank, ChoiceQuestion, NumericQuestion, OpenQuestion
-from inferview.practice.drills import render
+from inferview.practice.drills import render, template_problems
 from inferview.practice.grading import grade_answer
 from inferview.practice.openq import PASS_SCORE, grade_open, self_check
 from inferview.practice.units import alternative_answers
@@ -74,6 +74,12 @@ def _cases():
         else:
             for seed in range(3):
                 yield pytest.param(q, {"seed": seed}, id=f"{q.id}-seed{seed}")
+
+
+@pytest.mark.parametrize("q", NUMERIC, ids=_ids(NUMERIC))
+def test_numeric_template_has_no_lint_problem(q):
+    """What ``inferview lint`` says of the template (every parameter combination renders)."""
+    assert template_problems(q) == []
 
 
 @pytest.mark.parametrize("q, pin", list(_cases()))

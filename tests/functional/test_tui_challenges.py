@@ -14,6 +14,7 @@ from inferview.tests.support.tui import (  # noqa: F401
     WRONG,
     FakeGradingClient,
     app_factory_fixture,
+    footer_text,
     screen_text,
     settle,
 )
@@ -281,7 +282,7 @@ async def test_one_escape_from_the_editor_goes_back_and_the_footer_says_what_it_
         await pilot.pause()
         screen = app.screen
         assert screen.editor.has_focus
-        assert "esc Back" in screen_text(app).splitlines()[-1]
+        assert "esc Back" in await footer_text(pilot)
         await pilot.press("escape")  # nothing unsaved: straight back
         await pilot.pause()
         assert type(app.screen).__name__ == "HomeScreen"
@@ -292,7 +293,7 @@ async def test_one_escape_from_the_editor_goes_back_and_the_footer_says_what_it_
         await pilot.press("end", "x")
         await pilot.pause()
         assert screen.dirty
-        footer = screen_text(app).splitlines()[-1]
+        footer = await footer_text(pilot)
         assert "esc Save+back" in footer and "? Help" in footer  # every key still fits 80 columns
         await pilot.press("escape")  # unsaved edits are saved, never dropped
         await pilot.pause()
@@ -350,3 +351,34 @@ async def test_the_reveal_dialog_counts_the_hints_left(app_factory) -> None:
         await settle(pilot)
         text = app.screen.question
         assert "Every hint is shown already" in text and "Try the next hint" not in text
+
+
+async def test_a_new_result_replaces_the_old_one_at_the_top_and_never_scrolls_sideways(app_factory) -> None:
+    """The results pane shows a long result from its first line, wraps long counterexamples instead
+    of scrolling sideways, and a second grading starts at the top again, whatever was scrolled."""
+    from inferview.tui.widgets.results import ResultsPanel
+
+    from inferview.grading import CheckResult, GradeResult
+
+    def result(n: int, tag: str) -> GradeResult:
+        checks = [CheckResult(f"{tag} check {i}", "failed", message="wrong " * 40,
+                              counterexample="x=" + "9" * 300) for i in range(n)]
+        return GradeResult("demo-sum", "failed", "cpu", 7, 1.0, checks)
+
+    app = app_factory(initial=InitialChallenge("demo-sum"))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        panel = app.screen.query_one(ResultsPanel)
+        app.screen.query_one("#left").active = "results"
+        panel.result = result(12, "first")
+        await settle(pilot)
+        assert panel.max_scroll_y > 0 and panel.scroll_y == 0
+        assert panel.max_scroll_x == 0
+        panel.scroll_end(animate=False)
+        await settle(pilot)
+        assert panel.scroll_y > 0
+        panel.result = result(12, "second")
+        await settle(pilot)
+        assert panel.scroll_y == 0
+        text = screen_text(app)
+        assert "second check 0" in text and "first check" not in text

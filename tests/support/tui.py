@@ -198,6 +198,17 @@ async def settle(pilot: Any, rounds: int = 3) -> None:
         await pilot.pause()
 
 
+async def footer_text(pilot: Any, rounds: int = 50) -> str:
+    """The screen's last line once it has been drawn (a loaded machine may need several frames)."""
+    line = ""
+    for _ in range(rounds):
+        line = screen_text(pilot.app).splitlines()[-1]
+        if line.strip():
+            return line
+        await pilot.pause(0.05)
+    return line
+
+
 def screen_text(app: Any) -> str:
     """The app's current screen as plain text (what a user would read)."""
     width, height = app.size

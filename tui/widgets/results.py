@@ -73,6 +73,7 @@ class ResultsPanel(VerticalScroll):
     ResultsPanel {
         height: 1fr;
         padding: 0 1;
+        overflow-x: hidden;
     }
     ResultsPanel > .verdict {
         margin-bottom: 1;
@@ -96,11 +97,18 @@ class ResultsPanel(VerticalScroll):
     def compose(self) -> ComposeResult:
         yield Static("Not graded yet: ctrl+r runs the tests.", classes="empty")
 
-    def watch_result(self, result: GradeResult | None) -> None:
-        self.remove_children()
+    async def watch_result(self, result: GradeResult | None) -> None:
+        # old checks removed and new ones mounted in one update, then scrolled to the top once they
+        # are laid out: no frame with half a result, no jump when the heights arrive
+        with self.app.batch_update():
+            await self.remove_children()
+            await self.mount_all(self._widgets(result))
+        self.scroll_home(animate=False)
+        self.call_after_refresh(self.scroll_home, animate=False)
+
+    def _widgets(self, result: GradeResult | None) -> list[Static]:
         if result is None:
-            self.mount(Static("Not graded yet: ctrl+r runs the tests.", classes="empty"))
-            return
+            return [Static("Not graded yet: ctrl+r runs the tests.", classes="empty")]
         verdict = result.verdict.value
         line2 = Text(summary(result), style="dim")
         explained = VERDICT_EXPLAINED.get(verdict)
@@ -116,5 +124,4 @@ class ResultsPanel(VerticalScroll):
         if output:
             widgets.append(Static(Group(Text("What the solution printed:", style="italic dim"),
                                         Text(output, style="dim")), classes="check"))
-        self.mount_all(widgets)
-        self.scroll_home(animate=False)
+        return widgets

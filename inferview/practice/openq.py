@@ -44,10 +44,11 @@ PASS_SCORE = 0.6
 """The least score of a passing answer."""
 
 CONDITIONAL: frozenset[str] = frozenset({
-    "if", "unless", "suppose", "supposing", "imagine", "hypothetically", "whether", "would",
+    "if", "unless", "suppose", "supposing", "imagine", "hypothetically", "whether",
 })
 """Words that make the rest of their clause a condition, not a claim ("if decode were
-compute-bound, ..."): the consequence after the comma is still a claim."""
+compute-bound, ..."): the consequence after the comma is still a claim, and so is a modal one
+("I would ship weight-only first" recommends, it does not suppose)."""
 REPORTING: frozenset[str] = frozenset({
     "myth", "misconception", "mistake", "misunderstanding", "fallacy", "wrongly", "mistakenly",
     "incorrectly", "naively", "tempting", "pitfall", "say", "think", "believe", "claim", "assume",

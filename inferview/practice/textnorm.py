@@ -53,7 +53,7 @@ NEGATORS: frozenset[str] = frozenset({"not", "no", "never", "without", "none", "
 """Single-word negators (contractions are expanded to "not" first; "non-deterministic" reads
 "non deterministic", so "non" negates the one word after it)."""
 
-_NOT_NEGATION = {("not", "only"), ("not", "just"), ("not", "merely"), ("no", "matter")}
+_NOT_NEGATION = {("not", "only"), ("no", "matter")}
 """Pairs that start with a negator but do not negate what follows."""
 _NEGATION_PAIRS = {("rather", "than"), ("instead", "of"), ("no", "longer"), ("lack", "of")}
 """Two-word negators; the pair's second word is the one that opens the scope."""

@@ -338,3 +338,49 @@ def test_an_enumeration_is_not_a_claim_about_its_first_item():
                                          correction="MLA caches a latent.")])
     assert not grade_open(q, "Use MLA or a quantized cache to shrink it.", CTX).errors
     assert grade_open(q, "MLA quantizes the cache to 4 bits.", CTX).errors
+
+
+def test_a_modal_claim_is_a_claim():
+    g = grade_open(_q(), "On an H100 I would expect decode to be compute-bound.", CTX)
+    assert [e.claim for e in g.errors] == ["Decode is compute-bound"]
+
+
+def test_a_label_before_a_colon_joins_the_clause_after_it():
+    g = grade_open(_q(), "Decode: compute-bound, since the GPU is busy.", CTX)
+    assert [e.claim for e in g.errors] == ["Decode is compute-bound"]
+    # a full clause before the colon stays a clause of its own
+    assert not grade_open(_q(), "We batch every decode step we can: compute-bound prefill is "
+                                "scheduled apart.", CTX).errors
+
+
+def test_an_arrow_states_a_consequence():
+    g = grade_open(_q(), "Bigger batches help, decode -> compute-bound at batch 1.", CTX)
+    assert [e.claim for e in g.errors] == ["Decode is compute-bound"]
+
+
+def test_non_negates_the_word_after_it():
+    q = _q(misconceptions=[Misconception(claim="Sampling is deterministic", match=["sampling deterministic"],
+                                         correction="It draws from a distribution.")])
+    assert not grade_open(q, "Sampling is non-deterministic by design.", CTX).errors
+    g = grade_open(q, "Sampling is deterministic, given the seed.", CTX)
+    assert [e.claim for e in g.errors] == ["Sampling is deterministic"]
+
+
+def test_a_pair_joined_by_and_in_the_pattern_is_not_a_list():
+    q = _q(misconceptions=[Misconception(claim="fp16 and bf16 have the same range",
+                                         match=["fp16 and bf16 same range"],
+                                         correction="bf16 keeps fp32's 8 exponent bits.")])
+    g = grade_open(q, "fp16 and bf16 have the same range, so either works.", CTX)
+    assert [e.claim for e in g.errors] == ["fp16 and bf16 have the same range"]
+
+
+def test_a_figure_may_be_one_of_alternatives_and_optional_slots_are_refused():
+    from inferview.practice.patterns import PatternError, compile_pattern, match, Reading
+
+    p = compile_pattern("(~2x|double) (speed|speedup)", LEX)
+    assert match(p, Reading("It gives about a 2.0x speedup.", LEX))
+    assert match(p, Reading("It can double the speed.", LEX))
+    assert not match(p, Reading("It gives a 3x speedup.", LEX))
+    for bad in ("(gpu|gpus)? memory", "memory ?bound", "?(a|b) memory"):
+        with pytest.raises(PatternError, match="optional"):
+            compile_pattern(bad, LEX)

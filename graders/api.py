@@ -221,6 +221,14 @@ def _short(value: Any) -> str:
         return "Generator"
     if isinstance(value, (list, tuple)) and len(value) > 6:
         return f"{type(value).__name__} of {len(value)}"
+    if isinstance(value, (list, tuple, dict)):
+        # item by item: repr() of a short list of tensors would print every element
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        inner = ", ".join((f"{k!r}: " if isinstance(value, dict) else "") + _short(v) for k, v in items)
+        if isinstance(value, tuple) and len(value) == 1:
+            inner += ","
+        text = ("{%s}" if isinstance(value, dict) else "[%s]" if isinstance(value, list) else "(%s)") % inner
+        return text if len(text) <= 200 else text[:197] + "..."
     if isinstance(value, Remote):
         return repr(value)
     text = repr(value)

@@ -518,8 +518,12 @@ def grade(
     seed: int | None = None,
     progress: ProgressFn | None = None,
     cancel: Any = None,
+    fail_fast: bool = False,
 ) -> GradeResult:
     """Grade ``submission`` against ``challenge`` (loaded, or its folder).
+
+    ``fail_fast`` stops at the first check that fails or errs: the rest are ``skipped`` ("not run"),
+    so the verdict is that check's (``failed`` or ``error``) and the run is quicker.
 
     ``progress(done, total, check_name)`` is called before each check; ``cancel`` is a callable
     returning ``True`` (or an object with ``is_set()``) to stop: the run then ends with verdict
@@ -569,7 +573,7 @@ def grade(
     runner.spawn()
     try:
         return _grade_with(runner, ch, source, filename, backend, run_seed, progress, cancel_fn,
-                           finish)
+                           finish, fail_fast)
     except BaseException:
         runner.close()
         raise
@@ -577,7 +581,7 @@ def grade(
 
 def _grade_with(runner: _Runner, ch: LoadedChallenge, source: str, filename: str, backend: str,
                 run_seed: int, progress: ProgressFn | None, cancel_fn: Callable[[], bool] | None,
-                finish: Callable[..., GradeResult]) -> GradeResult:
+                finish: Callable[..., GradeResult], fail_fast: bool = False) -> GradeResult:
     spec = ch.spec
     # 1. syntax, in the supervisor (compiling runs nothing)
     try:
@@ -654,6 +658,9 @@ def _grade_with(runner: _Runner, ch: LoadedChallenge, source: str, filename: str
         if cinfo.needs_cuda and backend != "cuda":
             results.append(CheckResult(cinfo.name, "skipped", "needs a CUDA GPU"))
             continue
+        if fail_fast and any(r.status in ("failed", "error") for r in results):
+            results.append(CheckResult(cinfo.name, "skipped", FAIL_FAST_SKIP))
+            continue
         hseed = (run_seed * 1009 + index) % (2**32)
         try:
             res = _run_one(fn, cinfo, ctx, hseed, runner.deadline - time.monotonic())
@@ -701,6 +708,8 @@ def _grade_with(runner: _Runner, ch: LoadedChallenge, source: str, filename: str
     return finish(verdict, results, runner)
 
 
+FAIL_FAST_SKIP = "not run: --fail-fast stopped at the first failing check"
+"""Why a check after the first failure did not run, with ``fail_fast``."""
 KNOCK_ON = "(this may follow from the first failing check above: fix that one first)"
 
 

@@ -33,8 +33,8 @@ class Backend(Protocol):
 
     def grade(self, challenge: LoadedChallenge, file: Path, *, device: str = "auto",
               seed: int | None = None, progress: ProgressFn | None = None,
-              cancel: Callable[[], bool] | None = None) -> GradeResult:
-        """Grade ``file``; raises ``GradingUsageError`` for bad input, ``GradingCancelled`` when
+              cancel: Callable[[], bool] | None = None, fail_fast: bool = False) -> GradeResult:
+        """Grade ``file`` (``fail_fast``: stop at the first failing check); raises ``GradingUsageError`` for bad input, ``GradingCancelled`` when
         cancelled, and ``GradingUnavailable`` when the backend itself failed."""
         ...
 
@@ -55,7 +55,7 @@ class LocalBackend:
 
     def grade(self, challenge: LoadedChallenge, file: Path, *, device: str = "auto",
               seed: int | None = None, progress: ProgressFn | None = None,
-              cancel: Callable[[], bool] | None = None) -> GradeResult:
+              cancel: Callable[[], bool] | None = None, fail_fast: bool = False) -> GradeResult:
         from inferview.graders.pool import POOL, guess_backend, key_for
 
         # start the worker first: its torch import then runs beside this process's own
@@ -63,7 +63,7 @@ class LocalBackend:
         from inferview.graders import engine
 
         result = engine.grade(challenge, file, device=device, seed=seed, progress=progress,
-                              cancel=cancel)
+                              cancel=cancel, fail_fast=fail_fast)
         if result.cancelled:
             raise GradingCancelled("cancelled")
         return result
@@ -80,7 +80,8 @@ class ServiceBackend:
 
     def grade(self, challenge: LoadedChallenge, file: Path, *, device: str = "auto",
               seed: int | None = None, progress: ProgressFn | None = None,
-              cancel: Callable[[], bool] | None = None) -> GradeResult:
+              cancel: Callable[[], bool] | None = None, fail_fast: bool = False) -> GradeResult:
+        """(The app's service always runs every check: ``fail_fast`` is for headless runs.)"""
         from inferview.graders import client as gc
 
         try:
@@ -132,7 +133,7 @@ def submit(challenge: LoadedChallenge, file: Path, backend: Backend, *,
            store: Any = None, library: Any = None, device: str = "auto", seed: int | None = None,
            progress: ProgressFn | None = None, cancel: Callable[[], bool] | None = None,
            mock_id: int | None = None, now: datetime | None = None,
-           open_store: Callable[[], Any] | None = None) -> Outcome:
+           open_store: Callable[[], Any] | None = None, fail_fast: bool = False) -> Outcome:
     """Grade ``file`` through ``backend``, record the result and schedule linked questions.
 
     ``store`` (or ``open_store()``, called after grading) is the progress store; without either,
@@ -144,7 +145,7 @@ def submit(challenge: LoadedChallenge, file: Path, backend: Backend, *,
         raise GradingUsageError(f"{'not a regular file' if file.exists() else 'no such file'}: {file}")
     source = read_source(file)
     result = backend.grade(challenge, file, device=device, seed=seed, progress=progress,
-                           cancel=cancel)
+                           cancel=cancel, **({"fail_fast": True} if fail_fast else {}))
     outcome = Outcome(result, source)
     if store is None and open_store is None:
         outcome.record_error = "not recorded"

@@ -62,8 +62,10 @@ def render(result: dict[str, Any], *, file: str = "", output: str = "", err: boo
               show_default=True, help="Where to run the solution.")
 @click.option("--seed", type=int, default=None, help="Replay a run (default: a random seed, printed).")
 @click.option("--no-record", is_flag=True, help="Do not save the result in the progress store.")
+@click.option("-x", "--fail-fast", is_flag=True,
+              help="Stop at the first failing check (the rest are reported as not run).")
 def command(challenge_id: str, file: Path, as_json: bool, device: str, seed: int | None,
-            no_record: bool) -> None:
+            no_record: bool, fail_fast: bool) -> None:
     """Grade FILE against challenge CHALLENGE_ID (an id or a challenge folder).
 
     Exit status 0 when every check passed, 1 when not, 2 for a usage error (unknown challenge,
@@ -89,7 +91,7 @@ def command(challenge_id: str, file: Path, as_json: bool, device: str, seed: int
 
     try:
         outcome = submit(found, file, LocalBackend(), device=device, seed=seed,
-                         open_store=None if no_record else open_store)
+                         open_store=None if no_record else open_store, fail_fast=fail_fast)
     except GradingUsageError as exc:
         click.echo(f"inferview: {exc}", err=True)
         sys.exit(2)

@@ -236,3 +236,19 @@ def test_the_shrink_cap_also_covers_checks_that_run_their_own_hypothesis_test(ca
     assert code == 0, data
     (message,) = [c["message"] for c in data["checks"] if c["name"] == "shrinking is capped inside a plain check"]
     assert 1.0 <= float(message.split()[1]) <= 8.0, message
+
+
+def test_fail_fast_stops_at_the_first_failing_check(capsys) -> None:
+    wrong = str(DEMO / "solutions/wrong/adds.py")
+    code, out, _ = run_cli(capsys, "grade", str(DEMO), wrong, "--json", "--seed", "77",
+                           "--no-record", "-x")
+    full_code, full_out, _ = run_cli(capsys, "grade", str(DEMO), wrong, "--json", "--seed", "77",
+                                     "--no-record")
+    fast, full = json.loads(out), json.loads(full_out)
+    assert code == full_code == 1 and fast["verdict"] == full["verdict"] == "failed"
+    statuses = [c["status"] for c in fast["checks"]]
+    first = statuses.index("failed")
+    assert fast["checks"][first] == full["checks"][first]  # the same check, input and hint
+    assert all(s == "skipped" for s in statuses[first + 1:]) and statuses[first + 1:]
+    assert all("--fail-fast" in c["message"] for c in fast["checks"][first + 1:])
+    assert [c["status"] for c in full["checks"][first + 1:]] != statuses[first + 1:]

@@ -375,7 +375,7 @@ def test_a_pair_joined_by_and_in_the_pattern_is_not_a_list():
 
 
 def test_a_figure_may_be_one_of_alternatives_and_optional_slots_are_refused():
-    from inferview.practice.patterns import PatternError, compile_pattern, match, Reading
+    from inferview.practice.patterns import PatternError, Reading, compile_pattern, match
 
     p = compile_pattern("(~2x|double) (speed|speedup)", LEX)
     assert match(p, Reading("It gives about a 2.0x speedup.", LEX))

@@ -163,7 +163,8 @@ def yarn_scalings(draw: st.DrawFn) -> dict:
     """YaRN ``rope_scaling`` dicts with each optional key present or absent."""
     s: dict = {"rope_type": "yarn", "factor": draw(st.sampled_from([2.0, 4.0, 8.0, 16.0, 32.0]))}
     if draw(st.booleans()):
-        s["original_max_position_embeddings"] = draw(st.sampled_from([1024, 2048, 4096]))
+        # null means max_position_embeddings, as for an absent key
+        s["original_max_position_embeddings"] = draw(st.sampled_from([1024, 2048, 4096, None]))
     if draw(st.booleans()):  # null means the default, as for an absent key
         s["beta_fast"] = draw(st.sampled_from([16, 24, 32.0, None]))
         s["beta_slow"] = draw(st.sampled_from([1, 2.0, None]))
@@ -188,21 +189,37 @@ def yarn_scalings(draw: st.DrawFn) -> dict:
 # a small base puts c(beta_slow) = 33.4 above d/2 - 1 = 31: the clamp is to d - 1 = 63
 @example(cfg={"hidden_size": 512, "num_attention_heads": 8, "rope_theta": 500.0,
               "max_position_embeddings": 4096}, scaling={"rope_type": "yarn", "factor": 4.0})
+# betas far above the defaults: c(1024) = -1.57 and c(700) = -0.25 floor and ceil to low = high = 0,
+# so high becomes 0.001 (without that guard, pair 0's ramp is 0 / 0)
+@example(cfg={"hidden_size": 512, "num_attention_heads": 8, "rope_theta": 10000.0,
+              "max_position_embeddings": 4096},
+         scaling={"rope_type": "yarn", "factor": 4.0, "beta_fast": 1024, "beta_slow": 700})
+# an explicit null original_max_position_embeddings: max_position_embeddings is used
+@example(cfg={"hidden_size": 1024, "num_attention_heads": 8, "rope_theta": 1000000.0,
+              "max_position_embeddings": 8192},
+         scaling={"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": None})
 def yarn_frequencies(ctx: Ctx, cfg: dict, scaling: dict) -> None:
     _expect_frequencies(ctx, _yarn_safe(dict(cfg, rope_scaling=dict(scaling))))
 
 
 @check("YaRN's attention factor: attention_factor, or mscale over mscale_all_dim, or 0.1 ln s + 1",
-       max_examples=15,
+       max_examples=20,
        hint="attention_factor when the config gives one; else, when mscale and mscale_all_dim are "
             "both set and non-zero, m(s, mscale) / m(s, mscale_all_dim); else m(s, 1), with "
             "m(s, c) = 0.1 * c * ln(s) + 1 for s > 1 and 1 otherwise.")
 @given(factor=st.sampled_from([1.0, 4.0, 40.0]),
        extra=st.sampled_from([{}, {"attention_factor": 1.25}, {"mscale": 0.707, "mscale_all_dim": 1.0},
                               {"mscale": 1.0, "mscale_all_dim": 1.0}, {"mscale": 1.0},
-                              {"mscale": 0.707, "mscale_all_dim": 1.0, "attention_factor": 0.9}]))
+                              {"mscale": 0.707, "mscale_all_dim": 1.0, "attention_factor": 0.9},
+                              # null and zero mean "not set": attention_factor null, an mscale of 0
+                              {"attention_factor": None}, {"mscale": 0.707, "mscale_all_dim": 0},
+                              {"mscale": 0, "mscale_all_dim": 1.0},
+                              {"mscale": 0.707, "mscale_all_dim": 1.0, "attention_factor": None}]))
 @example(factor=40.0, extra={"mscale": 0.707, "mscale_all_dim": 1.0})
 @example(factor=4.0, extra={"attention_factor": 1.25})
+@example(factor=4.0, extra={"attention_factor": None})
+@example(factor=40.0, extra={"mscale": 0.707, "mscale_all_dim": 0})
+@example(factor=40.0, extra={"mscale": 0, "mscale_all_dim": 1.0})
 def yarn_attention_factor(ctx: Ctx, factor: float, extra: dict) -> None:
     cfg = {"hidden_size": 512, "num_attention_heads": 8, "rope_theta": 10000.0,
            "max_position_embeddings": 4096,

@@ -15,7 +15,10 @@ Probabilities are compared with ``rtol = 1e-4``: the logits are normal with stan
 (so within +-10 in practice) and the temperature at least 0.5, so the scaled logits satisfy
 ``|z| <= 20`` and a float32 softmax carries a relative error of about ``|z| * eps32 = 2.4e-6`` from
 rounding ``z`` alone, plus a few ulps from renormalising: 1e-4 is forty times that, while a missing
-or wrong renormalisation moves a probability by a percent or more.
+or wrong renormalisation moves a probability by a percent or more. The large-logit check shifts
+those logits by +30 or -40 at temperature 0.25, so ``|z| <= 192``: rounding ``z_i`` and ``z_max``
+(half an ulp each) moves ``p_i / p_max`` by at most ``192 * eps32 = 2.3e-5`` relative, a quarter of
+``rtol`` and of ``MARGIN``.
 
 False-failure rates: the exact checks never fail a correct solution. The statistical check fails a
 correct solution with probability at most ``1e-7`` per run (three chi-square tests, each at
@@ -48,6 +51,10 @@ ALPHA = 1e-7
 
 STAT_ROWS = 20_000
 """Draws per setting in the statistical check."""
+
+LARGE_T = 0.25
+LARGE_OFFSETS = (30.0, -40.0)
+"""Temperature and logit shifts of the large-logit check: ``|z| <= (40 + 8) / 0.25 = 192``."""
 
 STAT_LOGITS = [2.0, 1.5, 1.5, 1.0, 0.5, 0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -math.inf]
 """One row of 12 logits with a tie and a masked token, for the statistical check."""
@@ -288,12 +295,34 @@ def half_logits(ctx: Ctx, case: dict, dtype: torch.dtype) -> None:
     _compare(_filter(ctx, x, params), x, params)
 
 
+@check("large logits at a low temperature stay finite", max_examples=8,
+       hint="Subtract the row's largest kept z before exp (torch.softmax does): at temperature "
+            "0.25 a logit of 30 becomes z = 120, and exp(120) overflows float32 (exp(-160) "
+            "underflows to 0), so exp(z) / sum(exp(z)) gives NaN.")
+@given(case=cases(), offset=st.sampled_from([LARGE_OFFSETS[0], LARGE_OFFSETS[1]]))
+@example(case={"batch": 2, "vocab": 6, "seed": 0, "temperature": LARGE_T, "top_k": 0,
+               "top_p": 1.0, "min_p": 0.0}, offset=LARGE_OFFSETS[0])
+def large_logits(ctx: Ctx, case: dict, offset: float) -> None:
+    """The usual logits shifted by ``offset`` (real models' top logits are in the tens), at
+    temperature ``LARGE_T``: a row's largest ``z`` is then about 120 or -160 (beyond 88.7 or -103
+    unless the row's largest logit is more than 7 standard deviations out), outside float32's
+    ``exp`` range."""
+    case = dict(case, temperature=LARGE_T)
+    x = _logits(case, masked=0.2) + offset
+    params = _params(case, x)
+    _compare(_filter(ctx, x, params), x, params)
+
+
 @check("invalid parameters raise ValueError", max_examples=1,
-       hint="Validate first: temperature >= 0, top_k >= 0, 0 < top_p <= 1, 0 <= min_p <= 1.")
+       hint="Validate first, at temperature 0 too: temperature >= 0, top_k >= 0, "
+            "0 < top_p <= 1, 0 <= min_p <= 1.")
 def invalid_parameters(ctx: Ctx) -> None:
     x = torch.zeros(1, 4, device=ctx.device)
     bad = [{"temperature": -0.5}, {"top_k": -1}, {"top_p": 0.0}, {"top_p": 1.5},
-           {"min_p": -0.1}, {"min_p": 1.5}]
+           {"min_p": -0.1}, {"min_p": 1.5},
+           # greedy decoding validates too, before it takes its shortcut
+           {"temperature": 0.0, "top_k": -1}, {"temperature": 0.0, "top_p": 0.0},
+           {"temperature": 0.0, "min_p": 1.5}]
     for kwargs in bad:
         args = ", ".join(f"{k}={v}" for k, v in kwargs.items())
         with expect_raises(ctx, "ValueError", what=f"filter_probs(logits, {args})"):

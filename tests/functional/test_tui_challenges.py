@@ -382,3 +382,22 @@ async def test_a_new_result_replaces_the_old_one_at_the_top_and_never_scrolls_si
         assert panel.scroll_y == 0
         text = screen_text(app)
         assert "second check 0" in text and "first check" not in text
+
+
+async def test_a_wide_code_block_in_the_statement_scrolls_sideways_instead_of_being_cut(app_factory) -> None:
+    from textual.widgets import Markdown
+    from textual.widgets._markdown import MarkdownFence
+
+    line = "def attention(q, k, v, causal=False, sm_scale=None):  # " + "shape (batch, heads, seq, dim) " * 6
+    app = app_factory(initial=InitialChallenge("demo-sum"))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        md = app.screen.query_one("#statement-md", Markdown)
+        await md.update(f"The signature:\n\n```python\n{line}\n    return q\n```\n")
+        await settle(pilot)
+        fence = md.query_one(MarkdownFence)
+        assert fence.max_scroll_x > 0 and fence.show_horizontal_scrollbar
+        fence.scroll_to(x=fence.max_scroll_x, animate=False)
+        await settle(pilot)
+        assert fence.scroll_x == fence.max_scroll_x  # the end of the line can be read
+        assert "    return q" in fence.code  # indentation kept, not re-wrapped

@@ -29,7 +29,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from inferview.reference.param_counts import param_counts
+from inferview.reference.dtypes import DTYPES
+from inferview.reference.kv_memory import kv_bytes_per_token
+from inferview.reference.param_counts import param_counts, quantized_part
 from inferview.reference.quantity import Quantity
 
 
@@ -55,14 +57,20 @@ class BlockFormat:
         return self.element_bits + self.scale_bits / self.block
 
 
+def _from_dtype(name: str, tensor_scale_bits: int = 0) -> BlockFormat:
+    """A format the estimators' dtype table already defines (its element, block and scale bits)."""
+    d = DTYPES[name]
+    return BlockFormat(name, d.value_bits, d.block, d.scale_bits, tensor_scale_bits)
+
+
 FORMATS: dict[str, BlockFormat] = {
     f.name: f
     for f in [
         BlockFormat("mxfp8", 8, 32, 8),         # OCP MX v1.0: E4M3/E5M2 + E8M0 per 32
         BlockFormat("mxfp6", 6, 32, 8),         # OCP MX v1.0: E2M3/E3M2 + E8M0 per 32
-        BlockFormat("mxfp4", 4, 32, 8),         # OCP MX v1.0: E2M1 + E8M0 per 32
-        BlockFormat("nvfp4", 4, 16, 8, 32),     # NVIDIA: E2M1 + E4M3 per 16, FP32 per tensor
-        BlockFormat("int4-g128", 4, 128, 16),   # GPTQ/AWQ-style symmetric int4, fp16 per 128
+        _from_dtype("mxfp4"),                   # OCP MX v1.0: E2M1 + E8M0 per 32
+        _from_dtype("nvfp4", 32),               # NVIDIA: E2M1 + E4M3 per 16, FP32 per tensor
+        _from_dtype("int4-g128"),               # GPTQ/AWQ-style symmetric int4, fp16 per 128
     ]
 }
 """The formats the estimators know, by name."""
@@ -110,10 +118,7 @@ def model_weight_bytes(config: Mapping[str, Any], fmt: str, scope: str = "linear
         raise ValueError(f"unknown scope {scope!r}; use one of {', '.join(SCOPES)}")
     f = get_format(fmt)
     pc = param_counts(config)
-    if scope == "linear":
-        quantized = pc.attention + pc.dense_mlp + pc.routed_experts + pc.shared_experts
-    else:
-        quantized = pc.routed_experts
+    quantized = quantized_part(pc, scope)  # the scope rule of the estimators
     if quantized == 0:
         raise ValueError(f"the model has no {scope} weights to quantize")
     rest = pc.total - quantized
@@ -123,20 +128,19 @@ def model_weight_bytes(config: Mapping[str, Any], fmt: str, scope: str = "linear
 
 @dataclass(frozen=True)
 class MlaFp8Layout:
-    """FlashMLA's FP8 cache entry for one token and one layer."""
+    """FlashMLA's FP8 cache entry for one token and one layer (the estimators' ``fp8-mla`` format,
+    ``inferview.reference.dtypes``, spelled out)."""
 
     latent_values: int
     """Compressed latent values, stored as FP8 E4M3 (``kv_lora_rank``)."""
     rope_values: int
     """Decoupled RoPE key values, kept in bf16 (``qk_rope_head_dim``)."""
-    values_per_scale: int = 128
-    """Latent values that share one FP32 scale."""
 
     @property
     def bytes(self) -> int:
-        """Bytes of the entry: 1 per latent value, 4 per scale, 2 per RoPE value."""
-        scales = _ceil_div(self.latent_values, self.values_per_scale)
-        return self.latent_values + 4 * scales + 2 * self.rope_values
+        """Bytes of the entry: 1 per latent value, 4 per scale of 128, 2 per RoPE value."""
+        return int(kv_bytes_per_token({"num_hidden_layers": 1, "kv_lora_rank": self.latent_values,
+                                       "qk_rope_head_dim": self.rope_values}, "fp8-mla"))
 
 
 def mla_fp8_kv_bytes_per_token(config: Mapping[str, Any]) -> int:
@@ -145,8 +149,8 @@ def mla_fp8_kv_bytes_per_token(config: Mapping[str, Any]) -> int:
     rank = config.get("kv_lora_rank")
     if not rank:
         raise ValueError("the FP8 MLA layout needs an MLA model (kv_lora_rank in the config)")
-    layout = MlaFp8Layout(int(rank), int(config.get("qk_rope_head_dim") or 0))
-    return int(config["num_hidden_layers"]) * layout.bytes
+    # the estimators' ``fp8-mla`` format: 1 byte per latent value, a 4-byte scale per 128, bf16 RoPE
+    return int(kv_bytes_per_token(config, "fp8-mla"))
 
 
 def _quantities() -> list[Quantity]:

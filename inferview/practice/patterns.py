@@ -96,8 +96,8 @@ _FIGURE = re.compile(r"^~(?P<num>\d+(?:\.\d+)?(?:e[-+]?\d+)?)\s*(?P<unit>[a-z%×
 
 
 def _figure(item: str) -> Figure:
-    for frac, dec in (("\u00bd", "0.5"), ("\u00bc", "0.25"), ("\u00be", "0.75")):
-        item = item.replace(frac, dec)
+    for char, decimal in textnorm.FRACTION_CHARS.items():
+        item = item.replace(char, decimal)
     m = _FIGURE.match(item.lower())
     if not m:
         raise PatternError(f"figure {item!r} is not like ~47B, ~93.4GB, ~2x, ~56% or ~13B@10%")
@@ -157,7 +157,8 @@ def _compile(source: str, lex: Lexicon) -> Pattern:
             slots.extend(Slot(((w,),), text=w.lstrip("@")) for w in words)
             plain.clear()
 
-    for item in _ITEM.findall(source):
+    items = _ITEM.findall(source)
+    for item in items:
         if item.startswith("?") or item.endswith("?"):
             raise PatternError(f"{item!r}: '?' does not make a slot optional; write a second "
                                "pattern without the slot")
@@ -201,7 +202,6 @@ def _compile(source: str, lex: Lexicon) -> Pattern:
     if len(slots) < MIN_SLOTS and not (slots and negators % 2 == 1):
         raise PatternError(f"{source!r} has {len(slots)} slot(s); a pattern needs at least "
                            f"{MIN_SLOTS} (a single term never stands for a claim)")
-    items = _ITEM.findall(source)
     paired = len(items) > 2 and items[1].lower() in COORDINATORS
     return Pattern(source, tuple(slots), negators % 2 == 1, paired)
 

@@ -315,10 +315,8 @@ def _characters(text: str) -> _Tracked:
     t.sub(r"\u221d", " proportional to ")  # ∝
     t.sub(r"\u2248", " ~ ")
     t.sub(r"(?<=\d):(?=\d)", " ")  # 2:4 sparsity reads "2 4", and breaks no clause
-    t.sub(r"\u00bd", " 0.5 ")
-    t.sub(r"\u00bc", " 0.25 ")
-    t.sub(r"\u00be", " 0.75 ")
-    t.sub(r"\u2153", " 0.333 ")
+    for char, decimal in FRACTION_CHARS.items():
+        t.sub(char, f" {decimal} ")
     t.sub(r"\u2260|!=|=/=", " not equal ")
     t.sub(r"\u2264|<=", " at most ")
     t.sub(r"\u2265|>=", " at least ")
@@ -336,6 +334,9 @@ def _characters(text: str) -> _Tracked:
     t.sub(r"\b(twice|double)\b(?= (?:as|the|that))", "2x")
     return t
 
+
+FRACTION_CHARS: dict[str, str] = {"\u00bd": "0.5", "\u00bc": "0.25", "\u00be": "0.75", "\u2153": "0.333"}
+"""Vulgar fractions and the decimals they read as (½ is 0.5)."""
 
 _TOKEN = re.compile(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?|[a-z0-9_]+|\S")
 _SENTENCE_END = re.compile(r"[.!?;]")

@@ -4,6 +4,10 @@ A worker is keyed by what its start-up depends on: whether it loads Triton, the 
 memory limit. The pool keeps at most one warm worker (a warm worker holds a torch import's worth of
 memory). With ``refill`` on, taking the warm worker starts the next one at once, so the next grade
 of the same kind finds one ready: the grading service and the meta-test work that way.
+
+With ``fork`` on, CPU workers are forked from a fork server per kind (``forkserver.py``), which
+imports torch once instead of once per worker; until that server is ready (it boots in the
+background, like a worker) workers are spawned as usual.
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ import os
 import threading
 from typing import Any
 
-from inferview.graders.process import WorkerProcess
+from inferview.graders.forkserver import ForkServer
+from inferview.graders.process import WorkerProcess, base_env, spare
 
 Key = tuple[bool, str, int]
 """(loads Triton, device, memory limit in MB)."""
@@ -38,17 +43,38 @@ def guess_backend(spec: Any, device: str) -> str:
 class WorkerPool:
     """At most one warm worker, handed out once."""
 
-    def __init__(self, refill: bool = False) -> None:
+    def __init__(self, refill: bool = False, fork: bool = False) -> None:
         self.refill = refill
         """Start the next warm worker as soon as one is taken."""
+        self.fork = fork
+        """Fork CPU workers from a fork server once one is ready."""
         self._warm: dict[Key, WorkerProcess] = {}
+        self._servers: dict[bool, ForkServer] = {}
         self._lock = threading.Lock()
+        self._server_lock = threading.Lock()
 
-    @staticmethod
-    def start(key: Key) -> WorkerProcess:
+    def server(self, key: Key) -> ForkServer | None:
+        """The ready fork server for ``key``'s kind, starting one if there is none (then None)."""
+        if not self.fork or key[1] != "cpu":
+            return None
+        with self._server_lock:
+            s = self._servers.get(key[0])
+            if s is not None and s.unusable:
+                return None
+            if s is not None and not s.alive:
+                s.close()
+                spare(s.pid, keep=False)
+                s = None
+            if s is None:
+                s = self._servers[key[0]] = ForkServer(base_env(triton=key[0], device="cpu"))
+                spare(s.pid)  # never swept as a stray of a worker that ends while it boots
+                return None
+        return s if s.poll_ready() else None
+
+    def start(self, key: Key) -> WorkerProcess:
         """A new worker for ``key``, started (it boots in the background)."""
         w = WorkerProcess(triton=key[0], device=key[1], memory_limit_mb=key[2])
-        w.start()
+        w.start(self.server(key))
         return w
 
     def take(self, key: Key) -> WorkerProcess:
@@ -84,8 +110,14 @@ class WorkerPool:
         with self._lock:
             workers = list(self._warm.values())
             self._warm.clear()
+        with self._server_lock:
+            servers = list(self._servers.values())
+            self._servers.clear()
         for w in workers:
             w.close()
+        for s in servers:
+            s.close()
+            spare(s.pid, keep=False)
 
 
 POOL = WorkerPool()

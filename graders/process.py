@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from inferview.graders import codec
+from inferview.graders.forkserver import ForkedProcess, ForkServer, ForkServerError
 
 WORKER_SCRIPT = Path(__file__).resolve().with_name("worker.py")
 OUTPUT_CAP = 64 << 20  # bytes a worker may write to stdout/stderr files
@@ -133,6 +134,37 @@ def _kernel_cache(fallback: Path) -> Path:
     return path
 
 
+def spare(pid: int, keep: bool = True) -> None:
+    """Keep process ``pid`` of this supervisor (a fork server) out of every worker's sweep for
+    strays, or (``keep=False``) no longer."""
+    with _LIVE_LOCK:
+        (_LIVE_WORKERS.add if keep else _LIVE_WORKERS.discard)(pid)
+
+
+def base_env(*, triton: bool, device: str, threads: int = 1) -> dict[str, str]:
+    """A worker's environment without its own folders and token: what every worker of one kind
+    shares (and what a fork server for that kind starts with)."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "OMP_NUM_THREADS": str(threads),
+        "MKL_NUM_THREADS": str(threads),
+        "OPENBLAS_NUM_THREADS": str(threads),
+    }
+    for key in ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "LD_LIBRARY_PATH", "TRITON_PTXAS_PATH",
+                "CC", "SYSTEMROOT"):
+        if key in os.environ:
+            env[key] = os.environ[key]
+    if triton:
+        env["GRADER_TRITON"] = "1"
+        if device == "cpu":
+            env["TRITON_INTERPRET"] = "1"
+    if device == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    return env
+
+
 class WorkerProcess:
     """One untrusted worker: ``start()``, then ``request()`` calls, then ``close()``."""
 
@@ -150,7 +182,7 @@ class WorkerProcess:
             d.mkdir()
         self.out_path = self.tmp / "stdout.txt"
         self.err_path = self.tmp / "stderr.txt"
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: subprocess.Popen[bytes] | ForkedProcess | None = None
         self.reader = codec.FrameReader()
         self._wfd = -1
         self._rfd = -1
@@ -163,45 +195,33 @@ class WorkerProcess:
 
     # -- life cycle -----------------------------------------------------------------------------
     def env(self) -> dict[str, str]:
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
-            "HOME": str(self.home),
-            "TMPDIR": str(self.tmp / "tmp"),
-            "LANG": "C.UTF-8",
-            "LC_ALL": "C.UTF-8",
-            "OMP_NUM_THREADS": str(self.threads),
-            "MKL_NUM_THREADS": str(self.threads),
-            "OPENBLAS_NUM_THREADS": str(self.threads),
-            "TRITON_CACHE_DIR": str(self.home / ".triton"),
-            TOKEN_VAR: self.token,
-        }
-        for key in ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "LD_LIBRARY_PATH", "TRITON_PTXAS_PATH",
-                    "CC", "SYSTEMROOT"):
-            if key in os.environ:
-                env[key] = os.environ[key]
-        if self.triton:
-            env["GRADER_TRITON"] = "1"
-            if self.device == "cpu":
-                env["TRITON_INTERPRET"] = "1"
-            else:
-                env["TRITON_CACHE_DIR"] = str(_kernel_cache(self.home / ".triton"))
-        if self.device == "cpu":
-            env["CUDA_VISIBLE_DEVICES"] = ""
+        env = base_env(triton=self.triton, device=self.device, threads=self.threads)
+        env.update({"HOME": str(self.home), "TMPDIR": str(self.tmp / "tmp"),
+                    "TRITON_CACHE_DIR": str(self.home / ".triton"), TOKEN_VAR: self.token})
+        if self.triton and self.device != "cpu":
+            env["TRITON_CACHE_DIR"] = str(_kernel_cache(self.home / ".triton"))
         return env
 
-    def start(self) -> None:
-        """Spawn the worker (returns at once; :meth:`wait_ready` waits for its imports)."""
+    def start(self, server: ForkServer | None = None) -> None:
+        """Spawn the worker, or fork it from ``server`` when one is given and can (returns at
+        once; :meth:`wait_ready` waits for its imports)."""
         _set_subreaper()
         r_req, w_req = os.pipe()
         r_rep, w_rep = os.pipe()
         out = open(self.out_path, "wb")
         err = open(self.err_path, "wb")
         try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-I", str(WORKER_SCRIPT), str(r_req), str(w_rep)],
-                pass_fds=(r_req, w_rep), cwd=self.cwd, env=self.env(), stdin=subprocess.DEVNULL,
-                stdout=out, stderr=err, start_new_session=True, close_fds=True,
-            )
+            if server is not None:
+                with contextlib.suppress(ForkServerError):
+                    self.proc = server.fork([r_req, w_rep, out.fileno(), err.fileno()],
+                                            self.cwd, self.env())
+            if self.proc is None:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-I", str(WORKER_SCRIPT), str(r_req), str(w_rep)],
+                    pass_fds=(r_req, w_rep), cwd=self.cwd, env=self.env(),
+                    stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True,
+                    close_fds=True,
+                )
         finally:
             out.close()
             err.close()
@@ -459,6 +479,8 @@ class WorkerProcess:
             self.kill()
             with _LIVE_LOCK:
                 _LIVE_WORKERS.discard(self.proc.pid)
+            if isinstance(self.proc, ForkedProcess):
+                self.proc.release()
         for fd in (self._wfd, self._rfd):
             if fd >= 0:
                 with contextlib.suppress(OSError):

@@ -19,6 +19,7 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def bench_json() -> dict:
+    """One real run of ``python -m inferview bench --json`` (the measuring takes the time)."""
     out = _run("--json")
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
@@ -41,11 +42,20 @@ def test_json_has_every_section(bench_json):
             assert abs(s["tokens_per_step"] - s["tokens_per_step_theory"]) < 0.35
 
 
-def test_table_output():
-    out = _run()
-    assert out.returncode == 0, out.stderr
+def test_table_output(bench_json, monkeypatch):
+    """The table prints every section of a report (the one measured above, not a second run)."""
+    from click.testing import CliRunner
+    from inferview.reference import bench
+
+    from inferview.commands.bench import command
+
+    monkeypatch.setattr(bench, "run_bench", lambda device=None, quick=False: bench.BenchReport(**bench_json))
+    out = CliRunner().invoke(command, [], env={"COLUMNS": "100"})
+    assert out.exit_code == 0, out.output
     for title in ("Attention forward", "One decode step", "Device:"):
-        assert title in out.stdout
+        assert title in out.output
+    if bench_json["speculative"]:
+        assert "Speculative decoding" in out.output
 
 
 def test_peak_table_matches_most_specific_name():

@@ -45,14 +45,15 @@ def _cases(kind: str) -> list:
 def _next_worker_starts_while_this_one_grades():
     """Whenever a grading takes a worker, start the next one at once, as the app's grading
     service keeps one warm: its torch import then runs on another core while this grading runs,
-    instead of before the next. It also runs every verdict below through pre-started workers."""
+    instead of before the next. It also runs every verdict below through pre-started workers, and
+    (once the fork server has booted) through forked ones, as the app's grading service does."""
     from inferview.graders.pool import POOL
 
-    POOL.refill = True
+    POOL.refill = POOL.fork = True
     try:
         yield
     finally:
-        POOL.refill = False
+        POOL.refill = POOL.fork = False
         POOL.shutdown()
 
 

@@ -336,6 +336,24 @@ class _Runner(_Channel):
             return Opaque("object", f"handle {d['__handle']}")
         return None
 
+    def _advance_generators(self, payload: dict[str, Any], reply: dict[str, Any],
+                            buffers: list[bytes]) -> None:
+        """Leave each ``torch.Generator`` the check passed in the state the submission left its
+        copy in, so a call advances the caller's generator exactly as it would in-process."""
+        import torch
+
+        args, kwargs = payload.get("args", []), dict(payload.get("kwargs", {}))
+        for key, encoded in reply.get("generators") or []:
+            mine = args[key] if isinstance(key, int) and key < len(args) else kwargs.get(key)
+            if not isinstance(mine, torch.Generator):
+                continue
+            try:
+                theirs = codec.Decoder(buffers, device=self.backend).value(encoded)
+                mine.set_state(theirs.get_state())
+            except (codec.CodecError, RuntimeError, TypeError) as exc:
+                raise _RunAborted("crashed", f"unreadable generator state from the worker: {exc}") \
+                    from None
+
     def request(self, op: str, payload: dict[str, Any], *, timeout: float | None,
                 describe: str) -> Any:
         if self.worker is None or not self.worker.alive:
@@ -375,6 +393,7 @@ class _Runner(_Channel):
             raise _RunAborted("crashed", f"unreadable reply from the worker: {exc}") from None
         if isinstance(value, codec.Unsupported):
             value = Opaque(value.type_name, value.text)
+        self._advance_generators(payload, reply, buffers)
         if op == "call" and self.ch.spec.requires_triton and payload.get("target") is None:
             stats = reply.get("stats") or {}
             if int(stats.get("triton_launches", 0)) == 0:

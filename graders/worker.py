@@ -358,7 +358,10 @@ class Worker:
             return {"ok": False, "error": {"type": "UnsupportedResult", "mro": [], "module": "",
                                            "message": f"the result cannot be sent back: {exc}",
                                            "traceback": "", "line": None}}, None
-        return {"ok": True, "value": encoded, "mutated": mutated,
+        # a generator argument comes back in the state the call left it in, as it would in-process
+        gens = [[i, enc.value(a)] for i, a in enumerate(args) if isinstance(a, torch.Generator)]
+        gens += [[k, enc.value(a)] for k, a in kwargs.items() if isinstance(a, torch.Generator)]
+        return {"ok": True, "value": encoded, "mutated": mutated, "generators": gens,
                 "stats": self.last_stats}, enc
 
     def serve(self) -> None:

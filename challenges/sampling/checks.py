@@ -412,9 +412,9 @@ def sample_distribution(ctx: Ctx) -> None:
        hint="Pass generator=generator to every torch.rand / torch.multinomial / exponential_ call; "
             "never use the global RNG and never build a generator of your own.")
 def reproducible(ctx: Ctx) -> None:
-    """Two calls with generators in the same state must agree; another seed, and the same seed
-    advanced by one draw, must differ somewhere (512 rows of five kept tokens: identical results
-    by chance have probability below 0.7^512)."""
+    """Two calls with generators in the same state must agree; another seed, the same seed
+    advanced by one draw, and a second call with the same generator must differ somewhere (512 rows
+    of five kept tokens: identical results by chance have probability below 0.7^512)."""
     x = torch.tensor([STAT_LOGITS]).expand(512, len(STAT_LOGITS)).contiguous()
     params = {"temperature": 1.5, "top_k": 0, "top_p": 0.8, "min_p": 0.0}
     seed = (ctx.seed * 7919 + 17) % 2**62
@@ -432,3 +432,10 @@ def reproducible(ctx: Ctx) -> None:
         raise CheckFailed("a generator seeded like the first call's but advanced by one draw gave "
                           "identical tokens: continue from the generator's state, do not reseed "
                           "from its initial_seed()")
+    # the caller's generator advances: two calls with one generator draw different tokens (a
+    # solution drawing from a private copy of its state would repeat every draw at the next step)
+    shared = ctx.generator(seed=seed)
+    if torch.equal(_sample(ctx, x, shared, params), _sample(ctx, x, shared, params)):
+        raise CheckFailed("two calls with the same generator gave identical tokens on 512 rows: "
+                          "each call must draw from the generator it is given and so advance it "
+                          "(not from a copy of its state)")

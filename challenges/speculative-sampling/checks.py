@@ -378,3 +378,12 @@ def reproducible(ctx: Ctx) -> None:
         raise CheckFailed("a generator seeded like the first call's but advanced by one draw gave "
                           "identical results on 512 rows: the draws must continue from the "
                           "generator's current state (not restart from its initial_seed())")
+    # the caller's generator advances: a second call with the same generator draws anew (a
+    # private copy of its state would repeat the same draws at every decoding step)
+    shared = ctx.generator(seed=seed)
+    n5, y5 = _call(ctx, x, q, p, shared)
+    n6, y6 = _call(ctx, x, q, p, shared)
+    if torch.equal(n5, n6) and torch.equal(y5, y6):
+        raise CheckFailed("two calls with the same generator gave identical results on 512 rows: "
+                          "each call must draw from the generator it is given and so advance it "
+                          "(not from a copy of its state)")

@@ -9,7 +9,9 @@ rubric was tuned on it (``split.py``); rubrics are tuned on the tune split only,
 figures generalise) and ``claims.jsonl`` (wrong and appended answers only, many mistakes per
 question, for the error catalogues). ``holdout.jsonl`` is a second held-out set (720 answers by yet
 other writers, all five kinds), written before the error catalogues' second round and never tuned
-on: like the test split, it is only ever measured.
+on: like the test split, it is only ever measured. ``newtopics.jsonl`` (528 answers, all five
+kinds, by two more writers who saw the prompts only) covers the eight topics added for 2026, which
+the other sets predate; it too is only ever measured.
 
     python benchmarks/answer_grading.py                 # the table for the test split
     python benchmarks/answer_grading.py --split tune --show wrong --topic kv-cache
@@ -108,14 +110,14 @@ def table(outcomes: list[Outcome]) -> dict[str, tuple[int, int]]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--split", choices=["test", "holdout", "tune", "dev", "claims"], default="test")
+    ap.add_argument("--split", choices=["test", "holdout", "newtopics", "tune", "dev", "claims"], default="test")
     ap.add_argument("--topic", help="only the questions of this topic")
     ap.add_argument("--id", help="only this question")
     ap.add_argument("--show", choices=["complete", "partial", "wrong", "term-only", "appended", "all"],
                     help="list the answers of this kind graded against their label (tune split only)")
     ap.add_argument("--json", action="store_true", help="print the table as JSON")
     args = ap.parse_args(argv)
-    if args.show and args.split in ("test", "holdout"):
+    if args.show and args.split in ("test", "holdout", "newtopics"):
         ap.error("--show works on the tune split only: the held-out splits stay unseen")
     records = load(args.split)
     outcomes = grade_all(records)

@@ -22,6 +22,9 @@ but in float32 the wrong solutions this challenge targets (a mean for the sum, a
 ``repeat`` for ``repeat_interleave``, a missing causal mask, GELU for SiLU) exceed it by factors of
 a thousand and more, so the structural checks run in float32; bfloat16 checks that the dtype is
 kept (a wrong split is off by only a few bounds there).
+One attention check scales the activations until a score reaches 150, past float32's ``exp``
+range, so a softmax without the max shift turns to NaN; four correct ways of computing the block
+stayed under 0.001 of the bound there over 150 seeded configurations.
 """
 
 from __future__ import annotations
@@ -362,6 +365,44 @@ def tp_attn_half(ctx: Ctx, c: dict, dtype: torch.dtype) -> None:
     out, _ = _pair(ctx.sub.call("tp_attention", x, shards, c["d"]), "tp_attention")
     bound = ref.attention_error_bound(x, *w, c["hq"], c["hkv"], c["n"])
     expect_within(out, _attn_exact(x, w, c["d"]), bound, dtype, "tp_attention output")
+
+
+LARGE_SCORE = 150.0
+"""The largest attention score of :func:`attn_large_scores`: past 88.7, where ``exp`` overflows
+float32 (and far past float16's 11.1), as the logits of a real model's attention can be."""
+
+
+def _scaled_for_large_scores(x: torch.Tensor, w: tuple[torch.Tensor, ...], c: dict,
+                             ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
+    """``x`` scaled (and ``w_q`` negated if need be) so that the largest visible score, over
+    every head, is about :data:`LARGE_SCORE`: scores grow with the square of ``x``."""
+    b, t, d, hq, hkv = c["b"], c["t"], c["d"], c["hq"], c["hkv"]
+    xd = x.double()
+    q = (xd @ w[0].double().T).view(b, t, hq, d).transpose(1, 2)
+    k = (xd @ w[1].double().T).view(b, t, hkv, d).transpose(1, 2).repeat_interleave(hq // hkv, 1)
+    s = (q @ k.transpose(-1, -2)) / math.sqrt(d)
+    causal = torch.ones(t, t, dtype=torch.bool).tril()
+    top, bottom = float(s[..., causal].max()), float(s[..., causal].min())
+    if top <= 0:  # every visible score negative: negating q makes the most negative the largest
+        w, top = (-w[0], *w[1:]), -bottom
+    return x * math.sqrt(LARGE_SCORE / max(top, 1e-6)), w
+
+
+@check("attention_forward keeps its softmax finite when scores pass float32's exp range", max_examples=6,
+       hint="Subtract each row's largest score before exp (torch.softmax does): exp(s) overflows "
+            "to inf past s = 88.7 in float32, and inf / inf is NaN. The shift changes nothing "
+            "mathematically, since softmax(s - m) = softmax(s).")
+@given(c=attention_cases())
+@example(c={"b": 1, "t": 3, "h": 8, "d": 4, "hq": 4, "hkv": 2, "n": 1, "seed": 0})
+def attn_large_scores(ctx: Ctx, c: dict) -> None:
+    _note_attn(ctx, c, torch.float32)
+    x, w = _scaled_for_large_scores(_x(c, torch.float32, "cpu"), _attn(c, torch.float32, "cpu"), c)
+    ctx.note(f"x scaled so that the largest attention score is about {LARGE_SCORE:g}; the whole "
+             "block on one rank")
+    x, w = x.to(ctx.device), tuple(t.to(ctx.device) for t in w)
+    got = ctx.sub.call("attention_forward", x, *w, c["d"])
+    bound = ref.attention_error_bound(x, *w, c["hq"], c["hkv"], 1)
+    expect_within(got, _attn_exact(x, w, c["d"]), bound, torch.float32, "attention_forward output")
 
 
 # ----------------------------------------------------------------------------------------------

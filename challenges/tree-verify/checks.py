@@ -4,6 +4,8 @@ Ground truth: :mod:`inferview.reference.tree_verify` (Medusa's tree attention an
 verification, restated in the statement). Every check is exact: masks, positions and tokens are
 integers, and the logits are built on a grid of multiples of 1/8 no larger than 16 in magnitude,
 exact in float16 and bfloat16 alike, so the argmax (and every tie) is the same in each dtype.
+One check leaves the grid on purpose: float32 logits whose winner leads by 2^-10, which
+rounding to float16 or bfloat16 turns into a tie.
 
 Trees are drawn as parent lists (which Hypothesis shrinks towards chains and stars) with a seed
 for the tokens and the target's choices; the counterexample shows the parents, tokens and greedy
@@ -202,6 +204,34 @@ def argmax_ties(ctx: Ctx, parents: list[int], seed: int, dtype: torch.dtype) -> 
     _case(parents, tokens, greedy, ctx)
     ctx.note("every row's largest logit is shared by a token with a higher id")
     _verify(ctx, parents, tokens, _logits(greedy, seed, dtype, ctx.device, ties=True))
+
+
+NEAR_TOP = 12.0
+"""The runner-up logit of :func:`near_ties`, above every grid value of :func:`_logits` (at most 8)."""
+NEAR_GAP = 2.0 ** -10
+"""The winner's margin over the runner-up: exact in float32, below half a float16 ulp at 12
+(2^-8) and a bfloat16 one (2^-5), so rounding the logits to either makes a tie that the lower id,
+the runner-up, then wins."""
+
+
+@check("float32 logits are compared in float32, not rounded to half precision", max_examples=10,
+       hint="Take the argmax of the logits as given: a float32 row whose two largest values differ "
+            "by less than float16's or bfloat16's precision ties once rounded to it, and the "
+            "lower token id then wins the tie in place of the true maximum.")
+@given(parents=parent_lists(max_nodes=12), seed=gs.seeds())
+@example(parents=[-1, 0, 1], seed=0)
+def float32_margins(ctx: Ctx, parents: list[int], seed: int) -> None:
+    tokens = _tokens(parents, seed)
+    greedy = _greedy(parents, tokens, seed, 1.0)
+    _case(parents, tokens, greedy, ctx)
+    ctx.note(f"every row's largest logit beats a lower token id's by only 2^-10 (at {NEAR_TOP})")
+    x = _logits(greedy, seed, torch.float32, "cpu")
+    rng = random.Random(seed + 2)
+    for i, g in enumerate(greedy):
+        if g > 0:
+            x[i, rng.randrange(g)] = NEAR_TOP
+            x[i, g] = NEAR_TOP + NEAR_GAP
+    _verify(ctx, parents, tokens, x.to(ctx.device))
 
 
 @st.composite

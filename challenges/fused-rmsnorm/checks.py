@@ -208,6 +208,11 @@ def _half_dtypes(ctx: Ctx) -> list[torch.dtype]:
     return [torch.float16, torch.bfloat16] if ctx.device == "cuda" else [torch.float16]
 
 
+TINY_SCALE = 5e-6
+TINY_EPS = 1e-12
+"""Float16 rows whose normalisation factor overflows float16 (root mean square about 7e-6)."""
+
+
 @check("16-bit inputs: results in their dtype, statistics in float32", max_examples=4, hint="Add "
        "in the inputs' dtype (that sum is new_residual), then convert to float32 before squaring: "
        "300^2 is already past float16's 65504.")
@@ -216,11 +221,17 @@ def _half_dtypes(ctx: Ctx) -> list[torch.dtype]:
 @example(case=_case(1, 100, scale=300.0), pick=0)
 def half_precision(ctx: Ctx, case, pick: int) -> None:
     """Values of a few hundred, so that squaring (or summing squares) in float16 overflows, and a
-    float16 or bfloat16 result is required."""
+    float16 or bfloat16 result is required. In float16, then rows of about 5e-6 (float16
+    subnormals) with ``eps = 1e-12``: the factor ``rsqrt(mean + eps)`` is about 1.4e5, past
+    float16's 65504, so it must stay in float32 until it has multiplied ``h``."""
     dtypes = _half_dtypes(ctx)
     case = dict(case, dtype=dtypes[pick % len(dtypes)])
     note(f"as {str(case['dtype']).replace('torch.', '')}")
     _run(ctx, case)
+    if case["dtype"] == torch.float16:
+        tiny = dict(case, scale=TINY_SCALE, eps=TINY_EPS)
+        note(f"then values x{TINY_SCALE:g} with eps={TINY_EPS:g}: rsqrt(mean + eps) is past 65504")
+        _run(ctx, tiny)
 
 
 @check("add and norm fused in one kernel launch", max_examples=2, hint="Do the add, the store of "

@@ -158,6 +158,29 @@ def chained(ctx: Ctx, bs: int, blocks: int, seed: int) -> None:
     pair.compare()
 
 
+LOOKALIKE_BLOCKS = (
+    (2, [1, 2, 3, 45], [1, 2, 34, 5]),  # same digits, split differently: "12" + "345" both ways
+    (2, [7, 8, 3, 5], [7, 8, 5, 3]),  # the same tokens in another order
+    (2, [7, 8, 1, 4], [7, 8, 2, 3]),  # the same sum
+    (1, [9, 4464], [9, 4464 + 2**16]),  # equal modulo 2**16
+    (1, [9, 5], [9, 5 + 2**32]),  # equal modulo 2**32
+)
+"""(block_size, first prompt, second prompt): each pair shares exactly its first block."""
+
+
+@check("a block hash tells apart every two token lists: digits, order, sums and wide token ids",
+       hint="Hash the block's tokens as a sequence of whole ids: a tuple, or bytes with a fixed width "
+            "wide enough for any id. Joining digits without a separator, sorting, summing or "
+            "truncating ids to 16 or 32 bits makes two different blocks look alike.")
+def lookalike_blocks(ctx: Ctx) -> None:
+    """Each second prompt must hit only the first block of the first one."""
+    for bs, a, b in LOOKALIKE_BLOCKS:
+        pair = Pair(ctx, 6, bs)
+        pair.do("allocate", 0, a)
+        pair.do("allocate", 1, b)
+        pair.compare()
+
+
 @check("the hit stops at the first block that is not cached", max_examples=4,
        hint="The hit is a run of LEADING blocks: at the first hash that is not cached, stop, even if "
             "later hashes are. And a fresh block that fills with a hash already cached stays "

@@ -11,6 +11,7 @@ interpreter has float16 (not bfloat16), so the dtype rule is checked on a CPU to
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import torch
@@ -257,7 +258,10 @@ def half_precision(ctx: Ctx, m: int, n: int, group_size: int, pick: int, seed: i
     _run(ctx, _case(m, n, 128, group_size, dtype=dtype, seed=seed))
 
 
-MEMORY_CASE = (2, 64, 256, 32)  # (M, N, K, group_size): N * K / 8 = 2048 >> M * N, M * K
+MEMORY_CASE = (2, 64, 256, 32)  # (M, N, K, group_size): N * K / 8 >= 2048 >> M * N, M * K
+_MEMORY_RUNS = itertools.count()
+"""Each run of the memory check widens ``N`` by 16, so that its first call is the first with
+that weight shape even when Hypothesis replays an example."""
 MAX_CREATED = 3
 MAX_LAUNCHES = 2
 CREATION_OPS = frozenset({
@@ -267,6 +271,23 @@ CREATION_OPS = frozenset({
     "resize_", "set_",
 })
 """ATen ops that give a call new memory (or resize a tensor's)."""
+
+
+def _expect_warm_up_lean(stats: dict, limit: int) -> None:
+    """The size rule, applied to the warm-up call too when it did not autotune.
+
+    A scratch buffer allocated on the first call and kept (in a global, a cache, a default
+    argument) lets every later call dequantize the whole weight into it and multiply in a second
+    launch: two launches and one new tensor, like a split-K kernel. The first call is where such a
+    buffer is made. A warm-up that launched no more kernels than a measured call may did not
+    autotune (an autotuner launches every configuration it times, and may allocate a large
+    buffer to flush the cache), so it is held to the same size limit."""
+    if int(stats.get("triton_launches", 0)) > MAX_LAUNCHES:
+        return
+    largest = int(stats.get("max_numel", -1))
+    expect(largest < limit, f"the first call with these shapes produced a tensor of {largest} "
+           f"elements; the limit is {limit} (N * K / 8) on every call, the first included: a "
+           "buffer made once and kept for later calls still materialises the weight")
 
 
 @check("the dequantized weight is never materialised", max_examples=2, hint="Dequantize a tile in "
@@ -283,10 +304,12 @@ def never_materialised(ctx: Ctx, seed: int, layout: str) -> None:
     ``N * K / 8`` elements or more (views of w_packed included), and launch at most two kernels,
     so no split into dequantize-then-multiply fits."""
     m, n, k, g = MEMORY_CASE
+    n += 16 * next(_MEMORY_RUNS)  # a weight shape this worker has not seen: no buffer kept for it
     case = _case(m, n, k, g, layout=layout, seed=seed)
     note(_describe(case))
     warm = dict(case, seed=seed + 1)  # the same shapes and strides, other values
     _call(ctx, _x(warm, ctx.device), *_weight(warm, ctx.device), g)  # warm-up
+    _expect_warm_up_lean(ctx.sub.last_call_stats(), n * k // 8)
     x = _x(case, ctx.device)
     w_packed, scales, zeros = _weight(case, ctx.device)
     got = _call(ctx, x, w_packed, scales, zeros, g)

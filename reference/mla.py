@@ -63,9 +63,11 @@ def rope_interleaved(x: Tensor, positions: Tensor, theta: float = ROPE_THETA,
     """Rotate the pairs ``(2i, 2i + 1)`` of the last axis by ``positions * theta^(-2i/d)``.
 
     ``x``: ``(..., T, d)`` with ``d`` even; ``positions``: ``(T,)`` integers. Computed in
-    ``compute_dtype`` (default ``x``'s dtype; float64 for the exact reference) and returned in it.
+    ``compute_dtype`` (default ``x``'s dtype, or float32 for a 16-bit ``x``: a 16-bit angle keeps
+    only 8 or 11 significant bits of ``position * theta^(-2i/d)``, whole radians at a few thousand
+    tokens; float64 for the exact reference) and returned in it.
     """
-    cd = compute_dtype or x.dtype
+    cd = compute_dtype or torch.promote_types(x.dtype, torch.float32)
     d = x.shape[-1]
     if d % 2:
         raise ValueError(f"the RoPE width must be even, got {d}")

@@ -26,6 +26,10 @@ F64 = torch.float64
 STATEFUL_SHRINK_SECONDS = 6.0
 """Shrinking budget of each state machine in the stateful check (the engine caps @given checks)."""
 
+LARGE_QUERY_SCALE = 100.0
+"""Query scale of the large-score check: with N(0, 1) keys a score is N(0, scale^2), so the largest
+of a few reaches the hundreds, far past float32's exp overflow (~89)."""
+
 
 @st.composite
 def configs(draw, *, min_sinks: int = 0):
@@ -104,8 +108,9 @@ def _attend_slack(model: SinkCache, q: torch.Tensor, exact: torch.Tensor) -> flo
                                             max_value=max_v))
 
 
-def _same_attention(ctx: Ctx, sub, model: SinkCache, tq: int, seed: int, when: str) -> None:
-    q = gs.tensor((model.num_heads, tq, model.head_dim), seed, model.dtype, ctx.device)
+def _same_attention(ctx: Ctx, sub, model: SinkCache, tq: int, seed: int, when: str,
+                    scale: float = 1.0) -> None:
+    q = gs.tensor((model.num_heads, tq, model.head_dim), seed, model.dtype, ctx.device, scale=scale)
     exact = model.attend(q.cpu(), F64)
     got = sub.call("attend", q)
     _close(got, exact, model.attend(q.cpu()), f"attend(q of {tq} token(s)) {when}",
@@ -194,6 +199,31 @@ def chunk_attention(ctx: Ctx, cfg, chunks: list[int], tq: int, seed: int) -> Non
          f"then a chunk of {tq} and attend with its {tq} queries")
     sub, model = _stream(ctx, cfg, [*chunks, tq], seed)
     _same_attention(ctx, sub, model, tq, seed + 99, f"after appends of {[*chunks, tq]}")
+
+
+@check("a chunk longer than the window attends before any eviction", max_examples=3,
+       hint="Until a token is evicted (num_seen <= num_sinks + window) every token is cached, so "
+            "any t_q up to num_cached is allowed, more than the window included; the t_q <= window "
+            "limit starts with the first eviction.")
+@given(cfg=configs(min_sinks=1), seed=gs.seeds())
+def long_chunk_before_eviction(ctx: Ctx, cfg, seed: int) -> None:
+    tq = cfg[0] + cfg[1]  # a full cache, nothing evicted: t_q > window is still valid
+    note(f"num_sinks={cfg[0]}, window={cfg[1]}, num_heads={cfg[2]}, head_dim={cfg[3]}; one chunk of "
+         f"{tq} and attend with its {tq} queries")
+    sub, model = _stream(ctx, cfg, [tq], seed)
+    _same_attention(ctx, sub, model, tq, seed + 99, f"after appends of {[tq]}")
+
+
+@check("attention stays finite for large scores", max_examples=3,
+       hint="Subtract each row's maximum before exp (torch.softmax does): exp of a score above ~89 "
+            "is inf in float32, and sink tokens are exactly where very large scores appear.")
+@given(cfg=configs(), chunks=st.lists(st.integers(1, 6), min_size=1, max_size=3), seed=gs.seeds())
+def large_scores(ctx: Ctx, cfg, chunks: list[int], seed: int) -> None:
+    note(f"num_sinks={cfg[0]}, window={cfg[1]}, num_heads={cfg[2]}, head_dim={cfg[3]}; appends of {chunks}, "
+         f"then attend with one query x{LARGE_QUERY_SCALE:g} (scores of a few hundred)")
+    sub, model = _stream(ctx, cfg, chunks, seed)
+    _same_attention(ctx, sub, model, 1, seed + 99, f"after appends of {chunks} (query x{LARGE_QUERY_SCALE:g})",
+                    scale=LARGE_QUERY_SCALE)
 
 
 @check("float16 and bfloat16 caches keep their dtype", max_examples=4,

@@ -20,6 +20,13 @@ DEEPSEEK_V3 = {"hidden_size": 7168, "num_attention_heads": 128, "kv_lora_rank": 
                "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128}
 """huggingface.co/deepseek-ai/DeepSeek-V3 config.json (the sizes the cache check uses)."""
 
+LATE_START = 8189
+"""First position of the late 16-bit chunk: neither bfloat16 (8 significant bits) nor float16 (11)
+holds 8189 .. 8192 or their angles exactly."""
+
+ABSORB_ROUNDS = 6
+"""Rounds of same-shaped weights :func:`absorb_not_stale` sends."""
+
 
 @st.composite
 def mla_cases(draw, *, decode=False, wide_latent=None, scale=1.0):
@@ -190,6 +197,36 @@ def deepseek_cache_bytes(ctx: Ctx) -> str:
             f"for the expanded keys and values: {full / per_token:.1f}x smaller")
 
 
+@check("latent_kv rotates 16-bit x at late positions with float32 angles",
+       hint="Compute the angles position * 10000^(-2i/d_r) in float32 (as the statement's rope does), "
+            "whatever x's dtype: a bfloat16 angle keeps 8 significant bits, so at position 8,000 it "
+            "is off by whole radians. Rotate in float32 and cast the result to x's dtype.")
+def latent_cache_late_16bit(ctx: Ctx) -> None:
+    seed, start, seq, dm, dc, dr = ctx.seed % 2**16, LATE_START, 4, 32, 8, 8
+    for dtype in (torch.bfloat16, torch.float16):
+        dt = str(dtype).replace("torch.", "")
+        ctx.note(f"x=(1, {seq}, {dm}) {dt} at positions {start}..{start + seq - 1}, d_c={dc}, "
+                 f"d_r={dr}, seed={seed}")
+        x = gs.tensor((1, seq, dm), seed, dtype, ctx.device)
+        w_dkv = (gs.tensor((dm, dc), seed + 1, device=ctx.device) / math.sqrt(dm)).to(dtype)
+        w_kr = (gs.tensor((dm, dr), seed + 2, device=ctx.device) / math.sqrt(dm)).to(dtype)
+        got = ctx.sub.call("latent_kv", x, w_dkv, w_kr, start=start)
+        if not isinstance(got, (tuple, list)) or len(got) != 2:
+            raise CheckFailed(f"latent_kv must return (c_kv, k_rope), got {type(got).__name__}")
+        want = mla.latent_kv(x.double(), w_dkv.double(), w_kr.double(), start=start)[1]
+        t = got[1]
+        if not isinstance(t, torch.Tensor):
+            raise CheckFailed(f"k_rope must be a tensor, got {type(t).__name__}")
+        expect_shape(t, tuple(want.shape), f"k_rope for {dt} x")
+        expect_equal(t.dtype, dtype, what=f"dtype of k_rope for {dt} x")
+        # the same 16-bit allowance as the DeepSeek-V3 check: rounding the projection and the
+        # result costs a few units of 2^-8 of the largest value; a 16-bit angle moves whole radians
+        err = tolerances.max_abs_error(t, want)
+        if not err <= 0.05 * float(want.abs().max()):
+            raise CheckFailed(f"k_rope for {dt} x at positions {start}..{start + seq - 1}: max error "
+                              f"{err:.3g} against float64 (allowed {0.05 * float(want.abs().max()):.3g})")
+
+
 @check("absorb_weights folds W_uk into the query and W_uv into the output", max_examples=6,
        hint="w_q_latent[h] = w_qc[h] @ w_uk[h].T is (d_model, d_c); w_o_latent[h] = w_uv[h] @ w_o[h] is "
             "(d_c, d_model). torch.matmul batches over the head axis.")
@@ -208,10 +245,14 @@ def absorbed_weights(ctx: Ctx, case) -> None:
 
 @check("absorb_weights recomputes for new weights of the same shapes", max_examples=3,
        hint="Absorb once per model load, but compute it from the weights you are given: nothing may "
-            "be cached between calls.")
+            "be cached between calls, neither by shape nor by id() or data_ptr() (a freed tensor's "
+            "id and memory are handed to the next one).")
 @given(case=mla_cases())
 def absorb_not_stale(ctx: Ctx, case) -> None:
-    for seed in (case["seed"], case["seed"] + 7919):
+    # several rounds of same-shaped weights, each freed before the next arrives: the worker's
+    # allocator then hands a later round the ids and the memory of an earlier one, which a memo
+    # keyed by id() or data_ptr() mistakes for the same weights
+    for seed in [case["seed"] + 7919 * r for r in range(ABSORB_ROUNDS)]:
         again = dict(case, seed=seed)
         w = _weights(again, ctx.device)
         args = [w[n] for n in ("w_qc", "w_uk", "w_uv", "w_o")]

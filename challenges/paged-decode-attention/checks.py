@@ -29,6 +29,13 @@ so a stale row scores at least ``0.5 * 2^15 * D / sqrt(D) >= 65536`` (D >= 16): 
 takes all the weight, and a finite penalty such as -1e4 does not hide it. The visible keys stay
 ordinary, so the allowance (computed from the visible scores only) stays tight."""
 
+SUNK_SHIFT = 2.0**13
+"""Subtracted from every live key in the ``sunk`` cases (with the same positive queries as
+``huge``): every visible score is then below ``-0.5 * 2^13 * D / sqrt(D) <= -16384``, while a
+stale slot loaded as zero (a masked load with ``other=0``) scores 0. A finite penalty such as
+-1e4 leaves such a slot above every visible key, so it takes all the weight; only -inf hides it.
+The stale rows themselves stay ordinary, so a kernel that does not mask at all fails too."""
+
 MAX_SCALAR_READS = 32
 """Numbers a call may read out of tensors into Python (``int(seq_lens[b])``, ``.item()``): a few
 per sequence for a launch grid, not the cache."""
@@ -129,6 +136,10 @@ def build(c, device):
     if c["garbage"] == "huge":
         q = (q.abs() * 2).round() / 2 + 0.5  # positive: a stale key of 2^15 scores above 1e4
         k_stale, v_stale = torch.full_like(k, HUGE_KEY), torch.full_like(v, 100.0)
+    elif c["garbage"] == "sunk":
+        q = (q.abs() * 2).round() / 2 + 0.5
+        k = k - SUNK_SHIFT
+        k_stale, v_stale = gs.tensor(k.shape, s + 3, scale=3.0), gs.tensor(v.shape, s + 4) + 20.0
     else:
         k_stale, v_stale = gs.tensor(k.shape, s + 3, scale=3.0), gs.tensor(v.shape, s + 4) + 20.0
     mask = live[:, :, None, None]
@@ -229,9 +240,11 @@ def ragged(ctx: Ctx, case) -> None:
 
 @check("stale slots and padding blocks get no weight, however large their keys", max_examples=2,
        hint="Set the scores of tokens past seq_len to -inf with tl.where before the maximum; a "
-       "finite penalty such as -1e4 leaves weight on a stale key that scores higher.")
+       "finite penalty such as -1e4 leaves weight on a stale key that scores higher, or on a "
+       "slot loaded as 0 when every visible score is far below zero.")
 @given(case=paged_cases(garbage="huge", hkv=(1,)))
 @example(case=_case(batch=2, seq_lens=[5, 2], extra_cols=1, garbage="huge", seed=4))
+@example(case=_case(batch=2, seq_lens=[6, 3], extra_cols=1, garbage="sunk", seed=10))
 def stale_rows(ctx: Ctx, case) -> None:
     run(ctx, case)
 
@@ -267,6 +280,7 @@ def custom_scale(ctx: Ctx, case, sm_scale: float) -> None:
 @check("stable for large logits", max_examples=3, hint="Subtract the running maximum before "
        "exponentiating; exp of a score of a few hundred is inf in float32.")
 @given(case=paged_cases(scale=20.0))
+@example(case=_case(seq_lens=[24], scale=20.0, seed=8))  # page 0's maximum 138, later ones 853
 def large_logits(ctx: Ctx, case) -> None:
     run(ctx, case)
 

@@ -56,6 +56,41 @@ ALIAS_DEPTH = 4
 """How deep :meth:`_aliases` looks into an object's attributes for the tensors it keeps."""
 ALIAS_OBJECTS = 100_000
 
+_PLAIN = (list, dict, set)
+"""Argument types whose contents are compared before and after a call."""
+
+
+def _shape_of(value: Any, torch: Any, depth: int = 0) -> Any:
+    """A comparable copy of a plain argument's contents, tensors stood in for by their identity
+    (their bytes are compared on their own); deep or exotic contents by identity too."""
+    kind = type(value)
+    if depth > 6:
+        return ("id", id(value))
+    if kind in (list, tuple):
+        return (kind.__name__, tuple(_shape_of(x, torch, depth + 1) for x in value))
+    if kind is dict:
+        return ("dict", tuple((repr(k), _shape_of(x, torch, depth + 1)) for k, x in value.items()))
+    if kind in (set, frozenset):
+        return (kind.__name__, frozenset(repr(x) for x in value))
+    if kind in (int, float, str, bytes, bool, type(None), complex):
+        return (kind.__name__, repr(value))
+    return ("id", id(value))
+
+
+def _containers(value: Any, path: str, out: list[tuple[str, Any]], depth: int) -> None:
+    """The mutable plain containers in a result, with their paths."""
+    if depth > 4:
+        return
+    if type(value) in (list, dict, set):
+        out.append((path, value))
+    if type(value) in (list, tuple):
+        for i, x in enumerate(value):
+            _containers(x, f"{path}[{i}]", out, depth + 1)
+    elif type(value) is dict:
+        for k, x in value.items():
+            _containers(x, f"{path}[{k!r}]", out, depth + 1)
+
+
 class Worker:
     def __init__(self, fd_in: int, fd_out: int) -> None:
         self.fd_in = fd_in
@@ -260,17 +295,23 @@ class Worker:
                 self._tensors(x, f"{path}[{k!r}]", out)
 
     def _aliases(self, value: Any, obj: Any) -> list[str]:
-        """Paths of the result's tensors that share storage with a tensor the object keeps (a view
-        into its state: writing into the result would change the object). The state is read
-        without running the submission's code: plain containers, instance dicts and slots only."""
+        """Paths of the result's tensors that share storage with a tensor the object keeps, and
+        of its lists, dicts and sets that are the object's own (writing into the result would
+        change the object). The state is read without running the submission's code: plain
+        containers, instance dicts and slots only."""
         out: list[tuple[str, Any]] = []
         self._tensors(value, "result", out)
-        if not out:
+        boxes: list[tuple[str, Any]] = []
+        _containers(value, "result", boxes, 0)
+        if not out and not boxes:
             return []
         kept: set[int] = set()
-        self._state_storages(obj, kept, 0, set())
+        seen: set[int] = set()
+        self._state_storages(obj, kept, 0, seen)
+        seen.discard(id(obj))
         storage = self.torch.Tensor.untyped_storage
-        return [p for p, t in out if t.numel() and storage(t).data_ptr() in kept]
+        return ([p for p, b in boxes if id(b) in seen]
+                + [p for p, t in out if t.numel() and storage(t).data_ptr() in kept])
 
     def _state_storages(self, value: Any, kept: set[int], depth: int, seen: set[int]) -> None:
         import types
@@ -320,6 +361,10 @@ class Worker:
         for k, a in kwargs.items():
             self._tensors(a, f"argument {k!r}", watched)
         snaps = [(p, t, tuple(t.shape), t.stride(), t.detach().clone()) for p, t in watched]
+        # plain lists, dicts and sets: their contents (tensors aside, watched above) must not change
+        plain = [(f"argument {i + 1}", a) for i, a in enumerate(args) if type(a) in _PLAIN]
+        plain += [(f"argument {k!r}", a) for k, a in kwargs.items() if type(a) in _PLAIN]
+        before_plain = [(p, a, _shape_of(a, torch)) for p, a in plain]
         try:
             if op == "new":
                 cls = getattr(self.module, req["name"])
@@ -342,8 +387,10 @@ class Worker:
                     self.last_stats = {**self.last_stats, "aliases": aliases}
         except BaseException as exc:  # noqa: BLE001 - reported to the supervisor
             return self.error_body(exc), None
-        mutated = []
+        mutated = [p for p, a, shape in before_plain if _shape_of(a, torch) != shape]
         for p, t, shape, stride, before in snaps:
+            if p in mutated:
+                continue
             if tuple(t.shape) != shape or t.stride() != stride:
                 mutated.append(p)
                 continue

@@ -87,6 +87,9 @@ class Pair:
             if not isinstance(got, list) or any(isinstance(b, bool) or not isinstance(b, int) for b in got):
                 raise CheckFailed(f"block_table({sid}) must be a list of ints, got {got!r} {when}")
             expect_equal(got, self.model.block_table(sid), what=f"block_table({sid}) {when}")
+            if self.ctx.sub.last_call_stats().get("aliases"):
+                raise CheckFailed(f"block_table({sid}) returned the cache's own list {when}: a "
+                                  "caller that changes it would change the cache; return a copy")
 
 
 def _short(a: object) -> str:

@@ -49,11 +49,12 @@ def _next_worker_starts_while_this_one_grades():
     (once the fork server has booted) through forked ones, as the app's grading service does."""
     from inferview.graders.pool import POOL
 
+    fork = POOL.fork
     POOL.refill = POOL.fork = True
     try:
         yield
     finally:
-        POOL.refill = POOL.fork = False
+        POOL.refill, POOL.fork = False, fork
         POOL.shutdown()
 
 

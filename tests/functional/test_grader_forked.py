@@ -29,7 +29,7 @@ KEY = (False, "cpu", 3072)
 @pytest.fixture(scope="module")
 def server():
     POOL.shutdown()
-    POOL.fork = True
+    fork, POOL.fork = POOL.fork, True
     try:
         POOL.server(KEY)
         deadline = time.monotonic() + 120
@@ -38,7 +38,7 @@ def server():
             time.sleep(0.2)
         yield POOL.server(KEY)
     finally:
-        POOL.fork = False
+        POOL.fork = fork
         POOL.shutdown()
 
 

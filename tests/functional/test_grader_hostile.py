@@ -65,6 +65,17 @@ CASES: dict[str, tuple[str, str, bool]] = {
 _RESULTS: dict[str, tuple[GradeResult, float]] = {}
 
 
+@pytest.fixture(scope="module", autouse=True)
+def spawned_workers():
+    """This module proves the isolation of spawned workers (what ``inferview grade`` starts)."""
+    from inferview.graders.pool import POOL
+
+    fork, POOL.fork = POOL.fork, False
+    POOL.shutdown()  # no warm worker forked before this module
+    yield
+    POOL.fork = fork
+
+
 _HANG_DIR = tempfile.TemporaryDirectory(prefix="demo-hang-")  # removed when the module goes
 
 

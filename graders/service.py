@@ -62,11 +62,6 @@ class Service:
         else:
             self.emit({"event": "result", "id": rid, "result": result.to_json(),
                        "stdout": result.stdout[-65536:], "stderr": result.stderr[-65536:]})
-        # From the first result on, CPU workers come from a fork server: it boots while the user
-        # reads the result, and every later worker starts in milliseconds instead of a torch import.
-        from inferview.graders.pool import POOL
-
-        POOL.fork = True
         try:
             engine.prestart(challenge, req.get("device") or "auto")
         except Exception:  # noqa: BLE001 - warming up is best effort

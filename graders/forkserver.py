@@ -1,9 +1,10 @@
 """Supervisor side of the fork server (``zygote.py``): CPU workers in milliseconds, not seconds.
 
-A worker's start is dominated by importing torch (seconds of CPU on a laptop), and the grading
-service and the meta-test start one per grading. A :class:`ForkServer` imports it once and forks
-each worker from there; a :class:`ForkedProcess` stands in for the ``Popen`` of a spawned worker
-(``pid``, ``poll``, ``wait``, ``kill``), its exit status reported by the server that reaps it.
+A worker's start is dominated by importing torch (seconds of CPU on a laptop), and a test suite
+that grades hundreds of solutions starts one per grading. A :class:`ForkServer` imports it once
+and forks each worker from there; a :class:`ForkedProcess` stands in for the ``Popen`` of a
+spawned worker (``pid``, ``poll``, ``wait``, ``kill``), its exit status reported by the server
+that reaps it.
 Everything else about a worker (its folder, environment, pipes, session, memory watch, kill and
 sweep) is unchanged. Used for CPU workers only; any failure of the server falls back to a spawn.
 """

@@ -30,9 +30,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 @pytest.fixture(scope="session", autouse=True)
 def forked_workers():
-    """Gradings in this process fork their CPU workers from a fork server once it has booted, as
-    the app's grading service does: torch is then imported once per kind instead of once per
-    grading. ``test_grader_hostile`` turns it off to prove spawned workers, and
+    """Gradings in this process fork their CPU workers from a fork server once it has booted:
+    torch is then imported once per kind instead of once per grading. ``test_grader_hostile``
+    turns it off to prove spawned workers (what ``inferview grade`` and the app start), and
     ``test_grader_forked`` proves the forked ones against the same hostile submissions."""
     from inferview.graders.pool import POOL
 

@@ -46,7 +46,7 @@ def _next_worker_starts_while_this_one_grades():
     """Whenever a grading takes a worker, start the next one at once, as the app's grading
     service keeps one warm: its torch import then runs on another core while this grading runs,
     instead of before the next. It also runs every verdict below through pre-started workers, and
-    (once the fork server has booted) through forked ones, as the app's grading service does."""
+    (once the fork server has booted) through forked ones."""
     from inferview.graders.pool import POOL
 
     fork = POOL.fork

@@ -22,7 +22,7 @@ settings.register_profile(
     deadline=None,
     database=None,
     print_blob=True,
-    max_examples=40,
+    max_examples=30,  # as many as "dev": derandomized, CI sees the same 30 every run
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 ZYGOTE_SCRIPT = Path(__file__).resolve().with_name("zygote.py")
-BOOT_TIMEOUT_S = 120.0
 FORK_TIMEOUT_S = 10.0
 
 
@@ -129,15 +128,6 @@ class ForkServer:
             return False
         finally:
             self._lock.release()
-
-    def wait_ready(self) -> None:
-        with self._lock:
-            if self.ready:
-                return
-            body = self._reply({"ready"}, None, time.monotonic() + BOOT_TIMEOUT_S)
-            if int(body.get("threads", 1)) != 1:
-                raise ForkServerError(f"the fork server runs {body['threads']} threads")
-            self.ready = True
 
     # -- forking --------------------------------------------------------------------------------
     def fork(self, fds: list[int], cwd: Path, env: dict[str, str]) -> ForkedProcess:

@@ -60,16 +60,16 @@ _PLAIN = (list, dict, set)
 """Argument types whose contents are compared before and after a call."""
 
 
-def _shape_of(value: Any, torch: Any, depth: int = 0) -> Any:
+def _shape_of(value: Any, depth: int = 0) -> Any:
     """A comparable copy of a plain argument's contents, tensors stood in for by their identity
     (their bytes are compared on their own); deep or exotic contents by identity too."""
     kind = type(value)
     if depth > 6:
         return ("id", id(value))
     if kind in (list, tuple):
-        return (kind.__name__, tuple(_shape_of(x, torch, depth + 1) for x in value))
+        return (kind.__name__, tuple(_shape_of(x, depth + 1) for x in value))
     if kind is dict:
-        return ("dict", tuple((repr(k), _shape_of(x, torch, depth + 1)) for k, x in value.items()))
+        return ("dict", tuple((repr(k), _shape_of(x, depth + 1)) for k, x in value.items()))
     if kind in (set, frozenset):
         return (kind.__name__, frozenset(repr(x) for x in value))
     if kind in (int, float, str, bytes, bool, type(None), complex):
@@ -364,7 +364,7 @@ class Worker:
         # plain lists, dicts and sets: their contents (tensors aside, watched above) must not change
         plain = [(f"argument {i + 1}", a) for i, a in enumerate(args) if type(a) in _PLAIN]
         plain += [(f"argument {k!r}", a) for k, a in kwargs.items() if type(a) in _PLAIN]
-        before_plain = [(p, a, _shape_of(a, torch)) for p, a in plain]
+        before_plain = [(p, a, _shape_of(a)) for p, a in plain]
         try:
             if op == "new":
                 cls = getattr(self.module, req["name"])
@@ -387,10 +387,8 @@ class Worker:
                     self.last_stats = {**self.last_stats, "aliases": aliases}
         except BaseException as exc:  # noqa: BLE001 - reported to the supervisor
             return self.error_body(exc), None
-        mutated = [p for p, a, shape in before_plain if _shape_of(a, torch) != shape]
+        mutated = [p for p, a, shape in before_plain if _shape_of(a) != shape]
         for p, t, shape, stride, before in snaps:
-            if p in mutated:
-                continue
             if tuple(t.shape) != shape or t.stride() != stride:
                 mutated.append(p)
                 continue

@@ -31,6 +31,7 @@ run: $(STAMP)
 	$(BIN)/inferview
 
 test: $(STAMP)
+	@bash .ci/system-packages
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 # the edit loop: the unit tests only (content, grading rules, references, store), under 2 minutes

@@ -59,15 +59,17 @@ def record_challenge_result(store: Store, lib: Library | None, challenge_id: str
                             now: datetime | None = None) -> list[str]:
     """Save a grading result; when it did not pass, schedule the challenge's linked questions.
 
-    Returns the ids of the questions scheduled for review."""
-    store.record_submission(challenge_id, result, source, mock_id=mock_id)
-    if result.get("verdict") == "passed" or lib is None:
-        return []
-    ch = lib.challenges.get(challenge_id)
-    if ch is None or not ch.spec.questions:
-        return []
-    return schedule_reviews(store, lib, list(ch.spec.questions), now=now,
-                            reason=f"linked to the {ch.spec.title} challenge")
+    Returns the ids of the questions scheduled for review. One transaction: the result is never
+    saved without the questions it schedules."""
+    with store.transaction():
+        store.record_submission(challenge_id, result, source, mock_id=mock_id)
+        if result.get("verdict") == "passed" or lib is None:
+            return []
+        ch = lib.challenges.get(challenge_id)
+        if ch is None or not ch.spec.questions:
+            return []
+        return schedule_reviews(store, lib, list(ch.spec.questions), now=now,
+                                reason=f"linked to the {ch.spec.title} challenge")
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,12 @@ sessions) as text.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,8 @@ OPEN_WAIT_MS = 1_500
 before its first screen, so a long wait there is a blank terminal. Once open, writes wait
 :data:`BUSY_TIMEOUT_MS` (another inferview finishing its write)."""
 BACKUPS_KEPT = 5
+PART_SUFFIX = ".part"
+"""A backup being written: ``<backup>.<pid>.part``, never read as a backup."""
 
 MIGRATIONS: dict[int, str] = {
     1: """
@@ -109,7 +112,8 @@ class StoreError(Exception):
 
 # SQLite primary result codes (sqlite.org/rescode.html)
 _SQLITE_PERM, _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY = 3, 5, 6, 8
-_SQLITE_CORRUPT, _SQLITE_CANTOPEN, _SQLITE_NOTADB = 11, 14, 26
+_SQLITE_IOERR, _SQLITE_CORRUPT, _SQLITE_FULL = 10, 11, 13
+_SQLITE_CANTOPEN, _SQLITE_NOTADB = 14, 26
 
 
 def _is_corruption(exc: sqlite3.DatabaseError) -> bool:
@@ -136,6 +140,50 @@ def _usage_error(path: Path, exc: sqlite3.Error, waited_ms: int | None = None) -
     return StoreError(f"The progress store {path} cannot be used ({exc}).")
 
 
+def _write_error(path: Path, exc: sqlite3.Error) -> StoreError:
+    """A :class:`StoreError` for a save that failed (nothing of it was kept): a full disk and an
+    I/O error are said as such, anything else as :func:`_usage_error` says it."""
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    if code == _SQLITE_FULL:
+        return StoreError(f"Not saved: the disk holding the progress store {path} is full; free "
+                          "some space and try again (everything saved before is intact).")
+    if code == _SQLITE_IOERR:
+        return StoreError(f"Not saved: the progress store {path} could not be written ({exc}: is "
+                          "the disk full, or a file-size limit reached?); everything saved before "
+                          "is intact.")
+    return _usage_error(path, exc)
+
+
+def _remove_part(part: Path) -> None:
+    """Remove a backup's ``.part`` and the journal SQLite may have left beside it."""
+    for side in ("", "-journal", "-wal", "-shm"):
+        with suppress(OSError):
+            part.with_name(part.name + side).unlink()
+
+
+def _remove_stale_parts(folder: Path) -> None:
+    """Remove the ``.part`` files of backups whose process is gone (killed mid-backup)."""
+    try:
+        parts = list(folder.glob(f"*{PART_SUFFIX}"))
+    except OSError:
+        return
+    for part in parts:
+        pid = part.name[: -len(PART_SUFFIX)].rpartition(".")[2]
+        if pid.isdigit() and int(pid) != os.getpid() and _pid_alive(int(pid)):
+            continue  # another process is writing it now
+        _remove_part(part)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, another user's
+    return True
+
+
 def utcnow() -> datetime:
     """The current time, timezone-aware UTC."""
     return datetime.now(timezone.utc)
@@ -158,6 +206,7 @@ class Store:
     def __init__(self, conn: sqlite3.Connection, path: Path, notice: str | None = None) -> None:
         self._conn = conn
         self._lock = threading.RLock()  # one connection, shared by the TUI's worker threads
+        self._depth = 0  # transactions open on this connection (nested ones are savepoints)
         self.path = path
         self.notice = notice
         """A message for the user when something was repaired on open (corrupt file moved aside)."""
@@ -277,46 +326,99 @@ class Store:
         folder = self.path.parent / "backups"
         today = date.today().isoformat()
         target = folder / f"{self.path.stem}-{today}.sqlite3"
+        _remove_stale_parts(folder)
         if target.exists():
             return
         try:
             self.backup(target)
         except (OSError, sqlite3.Error):
             return  # a backup that cannot be written must not stop the user from practising
+        # only a new backup that is whole may push the oldest out (a full disk never costs the
+        # last good one)
         backups = sorted(folder.glob(f"{self.path.stem}-*.sqlite3"))
         for old in backups[:-BACKUPS_KEPT]:
             old.unlink(missing_ok=True)
 
     def backup(self, target: Path) -> Path:
-        """Copy the store to ``target`` with SQLite's online backup API."""
+        """Copy the store to ``target`` with SQLite's online backup API.
+
+        The copy is written beside ``target`` as ``<target>.<pid>.part`` and renamed to ``target``
+        only once it is complete and passes ``quick_check``: a killed or failed backup never
+        stands in for one (and its ``.part`` is removed by the next daily backup, or at once when
+        the copy failed)."""
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(target.suffix + ".part")
-        dest = sqlite3.connect(tmp)
+        tmp = target.with_name(f"{target.name}.{os.getpid()}{PART_SUFFIX}")
         try:
-            self._conn.backup(dest)
-        finally:
-            dest.close()
-        shutil.move(tmp, target)
+            dest = sqlite3.connect(tmp)
+            try:
+                with self._lock:
+                    self._conn.backup(dest)
+                result = dest.execute("PRAGMA quick_check").fetchone()[0]
+                if result != "ok":
+                    raise sqlite3.DatabaseError(f"the backup failed its check: {result}")
+            finally:
+                dest.close()
+            os.replace(tmp, target)
+        except BaseException:
+            _remove_part(tmp)
+            raise
         return target
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """A write transaction (``BEGIN IMMEDIATE``): all or nothing.
 
+        Nested in another transaction of this store (same thread), it is a savepoint of that one:
+        several saves that belong together (a result and the questions it schedules) commit at
+        once or not at all, and a failed inner part is undone without ending the outer one.
+
         Raises :class:`StoreError` with a clear message when the store stays locked by another
-        process past the busy timeout, or cannot be written."""
+        process past the busy timeout, or cannot be written (a full disk, a read-only file)."""
         with self._lock:
+            if self._depth:
+                name = f"nested_{self._depth}"
+                self._conn.execute(f"SAVEPOINT {name}")
+                self._depth += 1
+                try:
+                    yield self._conn
+                except BaseException:
+                    if self._conn.in_transaction:  # (a full disk may have ended it already)
+                        with suppress(sqlite3.Error):
+                            self._conn.execute(f"ROLLBACK TO {name}")
+                            self._conn.execute(f"RELEASE {name}")
+                    raise
+                else:
+                    self._conn.execute(f"RELEASE {name}")
+                finally:
+                    self._depth -= 1
+                return
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
                 raise _usage_error(self.path, exc) from None
+            self._depth = 1
             try:
-                yield self._conn
-            except BaseException:
+                try:
+                    yield self._conn
+                except BaseException:
+                    self._rollback()
+                    raise
+                try:
+                    self._conn.execute("COMMIT")
+                except sqlite3.Error:
+                    self._rollback()  # SQLite may have rolled back itself (a full disk): either way
+                    raise
+            except sqlite3.OperationalError as exc:
+                raise _write_error(self.path, exc) from None
+            finally:
+                self._depth = 0
+
+    def _rollback(self) -> None:
+        """Undo the open transaction, if SQLite has not already (after a full disk or an I/O
+        error it may have): a failed rollback must not hide the error that caused it."""
+        if self._conn.in_transaction:
+            with suppress(sqlite3.Error):
                 self._conn.execute("ROLLBACK")
-                raise
-            else:
-                self._conn.execute("COMMIT")
 
     def close(self) -> None:
         """Close the connection."""

@@ -159,11 +159,12 @@ class PracticeSession:
             raise ValueError(f"rating must be 1-4, not {rating}")
         now = self.now()
         q = feedback.item.question
-        self.store.record_question_attempt(
-            q.id, q.topic, q.kind, feedback.answer, copy.deepcopy(feedback.result), feedback.correct,
-            rating=rating, duration_s=feedback.duration_s, at=now,
-        )
-        due = self.scheduler.review(q.id, q.topic, rating, when=now, duration_s=feedback.duration_s)
+        with self.store.transaction():  # the attempt and its card's review, or neither
+            self.store.record_question_attempt(
+                q.id, q.topic, q.kind, feedback.answer, copy.deepcopy(feedback.result),
+                feedback.correct, rating=rating, duration_s=feedback.duration_s, at=now,
+            )
+            due = self.scheduler.review(q.id, q.topic, rating, when=now, duration_s=feedback.duration_s)
         self.answered += 1
         self.right += int(feedback.correct)
         self._advance()

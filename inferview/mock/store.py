@@ -57,14 +57,17 @@ def finish(store: Store, lib: Library, mock_id: int, session: MockSession, backe
             backend = LocalBackend()
         coding.grade_pending(session, lib, mock_id, backend, store=store, now=now)
     report = build_report(session, lib, mock_id)
-    _record_answers(store, report, mock_id)
     from inferview.progress import schedule_reviews
 
-    # answered and weak: a review due now; never reached: a suggested new question
-    schedule_reviews(store, lib, report.review, reason=f"missed in mock interview {mock_id}")
-    state = session.to_state()
-    state["report"] = report.to_dict()
-    store.update_mock(mock_id, state, "finished")
+    # one transaction: a session is finished with its attempts and reviews, or still resumable
+    # without any of them (finishing it again never records its answers twice)
+    with store.transaction():
+        _record_answers(store, report, mock_id)
+        # answered and weak: a review due now; never reached: a suggested new question
+        schedule_reviews(store, lib, report.review, reason=f"missed in mock interview {mock_id}")
+        state = session.to_state()
+        state["report"] = report.to_dict()
+        store.update_mock(mock_id, state, "finished")
     return report
 
 

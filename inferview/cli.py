@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "mock": ("mock", "Start a timed mock interview."),
     "report": ("report", "Show or export a mock-interview report."),
     "bench": ("bench", "Benchmark the reference kernels on the present device."),
+    "serve": ("serve", "Serve the app in a web page (loopback; --public for other hosts)."),
 }
 
 

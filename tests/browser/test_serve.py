@@ -1,7 +1,8 @@
 """``inferview serve`` end to end: a real server process and the system's Chromium, headless.
 
 The page loads (from the server alone, nothing from the internet), shows Home, a key press
-navigates, and Ctrl+C stops the server and the app it started, without a traceback.
+navigates; a second tab reached through a relay on another port (as an SSH tunnel may be) gets an
+app of its own; Ctrl+C stops the server and the apps it started, without a traceback.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from inferview.tests.browser.relay import Relay
 from inferview.tests.browser.terminal_page import wait_for_text
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -98,7 +100,7 @@ def server(tmp_path):
 
 
 @pytest.fixture
-def page():
+def browser():
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     if CHROMIUM is None:
         pytest.skip("no system Chromium (Debian's chromium package) on PATH")
@@ -106,12 +108,19 @@ def page():
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=args)
         try:
-            yield browser.new_page(viewport={"width": 1100, "height": 640})
+            yield browser
         finally:
             browser.close()
 
 
-def test_the_page_shows_home_and_a_key_navigates(server: Served, page) -> None:
+@pytest.fixture
+def relay(server: Served):
+    forward = Relay(server.port)
+    yield forward
+    forward.close()
+
+
+def test_the_page_shows_home_and_a_key_navigates(server: Served, browser, relay: Relay) -> None:
     outside: list[str] = []
 
     def local_only(route) -> None:
@@ -121,23 +130,31 @@ def test_the_page_shows_home_and_a_key_navigates(server: Served, page) -> None:
             outside.append(route.request.url)
             route.abort()
 
-    page.route("**/*", local_only)
+    page = browser.new_page(viewport={"width": 1100, "height": 640})
+    tunnelled = browser.new_page(viewport={"width": 1000, "height": 600})
+    for p in (page, tunnelled):
+        p.route("**/*", local_only)
     page.goto(server.url)
+    tunnelled.goto(f"http://127.0.0.1:{relay.port}/")  # its app starts while the first is used
     assert page.title() == "inferview"
     page.wait_for_selector("body.-first-byte", timeout=20_000)
     wait_for_text(page, "inferview — Home", "Topics", "The KV cache", "challenges passed")
-
     page.keyboard.press("k")
     wait_for_text(page, "inferview — Calculator", "Model preset")
     page.keyboard.press("Escape")
     wait_for_text(page, "inferview — Home", "Topics")
+
+    wait_for_text(tunnelled, "inferview — Home", "Topics")
+    tunnelled.keyboard.press("s")
+    wait_for_text(tunnelled, "inferview — Stats")
+    assert "inferview — Home" in wait_for_text(page, "Topics")  # each tab has its own app
     assert outside == [], "the page asked the internet for something"
 
     assert server.interrupt() == 0, server.output()
     deadline = time.monotonic() + 10
-    while server.group_alive() and time.monotonic() < deadline:  # the tab's app quits too
+    while server.group_alive() and time.monotonic() < deadline:  # the tabs' apps quit too
         time.sleep(0.1)
-    assert not server.group_alive(), "the app started for the tab outlived the server"
+    assert not server.group_alive(), "an app started for a tab outlived the server"
     assert "Traceback" not in server.output(), server.output()
 
 

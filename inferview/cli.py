@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "stats": ("stats", "Show progress: reviews, accuracy, challenges, mock interviews."),
     "calc": ("calc", "KV-cache and weight-memory calculator over model presets."),
     "grade": ("grade", "Grade a solution file headless."),
+    "grade-batch": ("grade_batch", "Grade a cohort's submissions, locally or on a Ray cluster."),
     "answer": ("answer", "Grade a free-text answer to an open question headless."),
     "start": ("start", "Copy a challenge's starter into the workspace and print its path."),
     "watch": ("watch", "Re-grade a solution every time it is saved."),
@@ -28,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "mock": ("mock", "Start a timed mock interview."),
     "report": ("report", "Show or export a mock-interview report."),
     "bench": ("bench", "Benchmark the reference kernels on the present device."),
+    "doctor": ("doctor", "Show the grading machine's set-up (--remote HOST: check a remote)."),
     "serve": ("serve", "Serve the app in a web page (loopback; --public for other hosts)."),
 }
 

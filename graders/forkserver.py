@@ -20,11 +20,12 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from inferview.graders.sweep import OwnedDir, start_ticks
 
 ZYGOTE_SCRIPT = Path(__file__).resolve().with_name("zygote.py")
 FORK_TIMEOUT_S = 10.0
@@ -39,7 +40,8 @@ class ForkServer:
 
     def __init__(self, env: dict[str, str]) -> None:
         self.env = env
-        self.tmp = Path(tempfile.mkdtemp(prefix="inferview-zygote-"))
+        self.folder = OwnedDir("inferview-zygote-")  # swept should we die
+        self.tmp = self.folder.path
         self._lock = threading.Lock()
         self._status: dict[int, int] = {}
         self._children: set[int] = set()
@@ -58,6 +60,7 @@ class ForkServer:
         finally:
             log.close()
             theirs.close()
+        self.folder.record_pid(self.proc.pid, start_ticks(self.proc.pid))
         self.ready = False
         self.unusable = False
         """It started with more than one thread, so it cannot fork safely: never used again."""
@@ -185,9 +188,7 @@ class ForkServer:
             self.proc.wait(timeout=5.0)
         with self._lock:
             self._gone()
-        import shutil
-
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        self.folder.remove()
 
 
 def _orphan_status(pid: int, cache: dict[int, int]) -> int | None:

@@ -17,11 +17,9 @@ import ctypes
 import os
 import secrets
 import selectors
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -30,6 +28,7 @@ from typing import Any
 
 from inferview.graders import codec
 from inferview.graders.forkserver import ForkedProcess, ForkServer, ForkServerError
+from inferview.graders.sweep import OwnedDir
 
 WORKER_SCRIPT = Path(__file__).resolve().with_name("worker.py")
 OUTPUT_CAP = 64 << 20  # bytes a worker may write to stdout/stderr files
@@ -175,7 +174,8 @@ class WorkerProcess:
         self.memory_limit = memory_limit_mb << 20
         self.threads = threads
         self.token = secrets.token_hex(16)
-        self.tmp = Path(tempfile.mkdtemp(prefix="inferview-grade-"))
+        self.folder = OwnedDir("inferview-grade-", token=self.token)  # swept should we die
+        self.tmp = self.folder.path
         self.cwd = self.tmp / "work"
         self.home = self.tmp / "home"
         for d in (self.cwd, self.home, self.tmp / "tmp"):
@@ -235,6 +235,7 @@ class WorkerProcess:
             _LIVE_WORKERS.add(self.proc.pid)
         st = _proc_stat(self.proc.pid)
         self._start_ticks = st[3] if st else 0
+        self.folder.record_pid(self.proc.pid, self._start_ticks)
         if hasattr(os, "prlimit") or sys.platform.startswith("linux"):
             with contextlib.suppress(Exception):
                 import resource
@@ -486,4 +487,4 @@ class WorkerProcess:
                 with contextlib.suppress(OSError):
                     os.close(fd)
         self._wfd = self._rfd = -1
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        self.folder.remove()

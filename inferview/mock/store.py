@@ -39,8 +39,10 @@ def load(store: Store, mock_id: int, clock: Callable[[], float] = time.monotonic
 
 
 def resumable(store: Store) -> list[dict]:
-    """Sessions that were paused or left running (e.g. the app was closed), newest first."""
-    return [m for m in store.list_mocks() if m["status"] in ("running", "paused")]
+    """Sessions that were paused or left running (e.g. the app was closed), or completed without
+    their report (the app was killed before it saved one: resuming grades them), newest first."""
+    return [m for m in store.list_mocks() if m["status"] in ("running", "paused")
+            or (m["status"] == "finished" and "report" not in m["state"])]
 
 
 def finish(store: Store, lib: Library, mock_id: int, session: MockSession, backend: Any = None,

@@ -112,6 +112,11 @@ class GradeResult:
     stderr: str = ""
     """What it printed on standard error (trimmed), never in the JSON."""
     cancelled: bool = False
+    host: str | None = None
+    """Where it was graded when not on this machine: the ``--remote`` host as given (additive
+    JSON field, absent for a local grading)."""
+    device: str | None = None
+    """With ``host``: the device the solution ran on there, a GPU's name or ``cpu``."""
 
     def __post_init__(self) -> None:
         self.verdict = Verdict(self.verdict)
@@ -130,6 +135,7 @@ class GradeResult:
             "seed": self.seed,
             "duration_s": round(self.duration_s, 3),
             "checks": [c.to_json() for c in self.checks],
+            **{k: v for k, v in (("host", self.host), ("device", self.device)) if v is not None},
         }
 
     @classmethod
@@ -140,7 +146,8 @@ class GradeResult:
         try:
             return cls(str(data["challenge"]), Verdict(data["verdict"]), str(data["backend"]),
                        int(data["seed"]), float(data["duration_s"]),
-                       [CheckResult.from_json(c) for c in data["checks"]], stdout, stderr)
+                       [CheckResult.from_json(c) for c in data["checks"]], stdout, stderr,
+                       host=_optional_str(data.get("host")), device=_optional_str(data.get("device")))
         except KeyError as exc:
             raise ValueError(f"grading result without {exc.args[0]!r}") from None
 
@@ -162,3 +169,7 @@ class GradeResult:
                     text = "…" + text[-limit:]
                 parts.append(f"[{label}]\n{text}")
         return "\n".join(parts)
+
+
+def _optional_str(value: Any) -> str | None:
+    return None if value is None else str(value)

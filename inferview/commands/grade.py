@@ -1,7 +1,10 @@
 """``inferview grade ID FILE``: grade a solution file headless.
 
-Exit 0 when passed, 1 when not, 2 for a usage error (unknown challenge, missing file, no CUDA).
+Exit 0 when passed, 1 when not, 2 for a usage error (unknown challenge, missing file, no CUDA) or
+when a remote host could not grade it (``--remote``: nothing is graded or recorded then).
 ``--json`` prints exactly the schema-1 object of CHALLENGES.md on stdout and nothing else.
+FILE ``-`` reads the source from stdin (``--stdin-name`` names it); ``--events`` is the remote
+side of ``--remote`` (``inferview.remote.serve``).
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from typing import Any
 
 import click
 
+from inferview.remote.config import remote_options
+from inferview.remote.serve import STDIN
 from inferview.text import plural
 
 
@@ -26,10 +31,12 @@ def render(result: dict[str, Any], *, file: str = "", output: str = "", err: boo
 
     console = Console(stderr=err, highlight=False, soft_wrap=True)
     verdict = result["verdict"]
+    where = (f" on {result['host']} ({result.get('device') or result['backend']})"
+             if result.get("host") else "")
     console.print(
         f"[bold]{escape(result['challenge'])}[/bold]  "
         f"[{VERDICT_STYLE.get(verdict, 'bold')}]{verdict.upper()}[/]  "
-        f"[dim]backend {result['backend']} · seed {result['seed']} · "
+        f"[dim]backend {result['backend']}{escape(where)} · seed {result['seed']} · "
         f"{result['duration_s']:.1f} s[/dim]"
     )
     for c in result["checks"]:
@@ -49,14 +56,15 @@ def render(result: dict[str, Any], *, file: str = "", output: str = "", err: boo
         for line in output.rstrip().splitlines()[-40:]:
             console.print(f"[dim]  | {escape(line)}[/dim]")
     if file:
+        remote = f" --remote {result['host']}" if result.get("host") else ""
         console.print(
             f"[dim]replay this run: inferview grade {escape(challenge_arg or result['challenge'])} "
-            f"{escape(file)} --seed {result['seed']}[/dim]")
+            f"{escape(file)} --seed {result['seed']}{escape(remote)}[/dim]")
 
 
 @click.command(name="grade")
 @click.argument("challenge_id")
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
               show_default=True, help="Where to run the solution.")
@@ -64,14 +72,21 @@ def render(result: dict[str, Any], *, file: str = "", output: str = "", err: boo
 @click.option("--no-record", is_flag=True, help="Do not save the result in the progress store.")
 @click.option("-x", "--fail-fast", is_flag=True,
               help="Stop at the first failing check (the rest are reported as not run).")
+@click.option("--stdin-name", default="solution.py", show_default=True, metavar="NAME",
+              help="With FILE '-' (the source on stdin): the file name it is graded as.")
+@click.option("--events", is_flag=True, hidden=True,
+              help="Remote grading: progress, output and device as event lines on stderr; stop "
+                   "when the caller goes away.")
+@remote_options
 def command(challenge_id: str, file: Path, as_json: bool, device: str, seed: int | None,
-            no_record: bool, fail_fast: bool) -> None:
-    """Grade FILE against challenge CHALLENGE_ID (an id or a challenge folder).
+            no_record: bool, fail_fast: bool, stdin_name: str, events: bool, remote: str | None,
+            remote_command: str | None) -> None:
+    """Grade FILE against challenge CHALLENGE_ID (an id or a challenge folder); FILE '-' reads
+    the source from stdin.
 
     Exit status 0 when every check passed, 1 when not, 2 for a usage error (unknown challenge,
-    missing file, no CUDA for --device cuda)."""
+    missing file, no CUDA for --device cuda) or when the --remote host could not grade it."""
     from inferview.content.loader import UnknownChallenge, find_challenge
-    from inferview.grading import GradingUsageError
 
     # Usage errors first, with the torch-free loader: they answer at once.
     try:
@@ -79,33 +94,90 @@ def command(challenge_id: str, file: Path, as_json: bool, device: str, seed: int
     except UnknownChallenge as exc:
         click.echo(f"inferview: {exc}", err=True)
         sys.exit(2)
+    backend = backend_for(remote, remote_command)
+    options = dict(challenge_arg=challenge_id, as_json=as_json, device=device, seed=seed,
+                   no_record=no_record, fail_fast=fail_fast, events=events)
+    if str(file) != STDIN:
+        sys.exit(_grade(found, file, backend, shown=str(file), **options))
+    from inferview.remote.serve import stdin_submission
+
+    try:
+        submission = stdin_submission(stdin_name)
+    except ValueError as exc:
+        click.echo(f"inferview: {exc}", err=True)
+        sys.exit(2)
+    with submission as path:
+        code = _grade(found, path, backend, shown=STDIN, **options)
+    sys.exit(code)
+
+
+def backend_for(remote: str | None, remote_command: str | None) -> Any:
+    """The backend that ``--remote``/``--remote-command`` and the settings choose: an
+    ``SSHBackend``, or the local engine. A bad setting ends with one line and status 2."""
+    from inferview.grading import GradingUsageError
+    from inferview.remote.config import resolve
+    from inferview.settings import SettingsError
+    from inferview.submit import LocalBackend
+
+    try:
+        config = resolve(remote, remote_command)
+    except (SettingsError, GradingUsageError) as exc:
+        click.echo(f"inferview: {exc}", err=True)
+        sys.exit(2)
+    if config is None:
+        return LocalBackend()
+    from inferview.remote.backend import SSHBackend
+
+    return SSHBackend(config)
+
+
+def _grade(found: Any, file: Path, backend: Any, *, challenge_arg: str, shown: str,
+           as_json: bool, device: str, seed: int | None, no_record: bool, fail_fast: bool,
+           events: bool) -> int:
+    """Grade ``file`` and print the result; returns the exit status."""
+    from inferview.grading import GradingUsageError
+    from inferview.submit import GradingCancelled, GradingUnavailable, submit
+
     if not file.is_file():
         click.echo(f"inferview: {'not a regular file' if file.exists() else 'no such file'}: {file}",
                    err=True)
-        sys.exit(2)
+        return 2
     if not as_json and _is_unmodified_starter(found.folder / found.spec.starter, file):
-        click.echo(f"inferview: {file} is still the unmodified starter of {found.spec.id}: "
+        click.echo(f"inferview: {shown} is still the unmodified starter of {found.spec.id}: "
                    "write your solution in it, then grade it again", err=True)
-        sys.exit(1)
-    from inferview.submit import LocalBackend, submit
+        return 1
+    progress = cancel = sender = None
+    if events:
+        from inferview.remote.serve import Events, watch_caller
 
+        sender = Events()
+        progress, cancel = sender.progress, watch_caller().is_set
     try:
-        outcome = submit(found, file, LocalBackend(), device=device, seed=seed,
-                         open_store=None if no_record else open_store, fail_fast=fail_fast)
-    except GradingUsageError as exc:
+        outcome = submit(found, file, backend, device=device, seed=seed, progress=progress,
+                         cancel=cancel, open_store=None if no_record else open_store,
+                         fail_fast=fail_fast)
+    except (GradingUsageError, GradingUnavailable) as exc:
         click.echo(f"inferview: {exc}", err=True)
-        sys.exit(2)
+        return 2
+    except GradingCancelled:
+        click.echo("inferview: cancelled", err=True)
+        return 130
     data = outcome.result.to_json()
     report_outcome(outcome, quiet=as_json, no_record=no_record)
+    if sender is not None:
+        from inferview.machine import device_name
+
+        sender.emit("output", stdout=outcome.result.stdout, stderr=outcome.result.stderr)
+        sender.emit("where", device=device_name(outcome.result.backend))
     if as_json:
         sys.stdout.write(json.dumps(data) + "\n")
         sys.stdout.flush()
     else:
-        render(data, file=str(file), output=outcome.result.output(), challenge_arg=challenge_id)
+        render(data, file=shown, output=outcome.result.output(), challenge_arg=challenge_arg)
         if outcome.scheduled:
             click.echo(f"{plural(len(outcome.scheduled), 'linked question')} queued for practice: "
                        + ", ".join(outcome.scheduled))
-    sys.exit(0 if outcome.result.passed else 1)
+    return 0 if outcome.result.passed else 1
 
 
 def open_store() -> Any:

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from inferview.remote.config import remote_options
+
 
 @click.command(name="watch")
 @click.argument("challenge_id")
@@ -17,17 +19,25 @@ import click
 @click.option("--seed", type=int, default=None, help="Use this seed for every run.")
 @click.option("--debounce-ms", type=click.IntRange(min=0), default=300, show_default=True,
               help="Wait this long after a save before grading.")
+@remote_options
 def command(challenge_id: str, file: Path | None, device: str, seed: int | None,
-            debounce_ms: int) -> None:
+            debounce_ms: int, remote: str | None, remote_command: str | None) -> None:
     """Grade FILE (default: the workspace's <id>/solution.py) now and after every save.
 
-    Ctrl+C stops.
+    Ctrl+C stops. With --remote HOST each save is graded on HOST; a run that HOST could not grade
+    says why in one line, and the next save tries again.
     """
-    from inferview.commands.grade import _is_unmodified_starter, open_store, render, report_outcome
+    from inferview.commands.grade import (
+        _is_unmodified_starter,
+        backend_for,
+        open_store,
+        render,
+        report_outcome,
+    )
     from inferview.content.loader import UnknownChallenge, find_challenge
     from inferview.grading import GradingUsageError
     from inferview.paths import workspace_dir
-    from inferview.submit import LocalBackend, submit
+    from inferview.submit import GradingUnavailable, submit
     from inferview.text import plural
 
     try:
@@ -41,7 +51,7 @@ def command(challenge_id: str, file: Path | None, device: str, seed: int | None,
                    f"{challenge_id})", err=True)
         sys.exit(2)
     path = path.resolve()
-    backend = LocalBackend()
+    backend = backend_for(remote, remote_command)
 
     def run_once() -> None:
         click.clear()
@@ -50,11 +60,12 @@ def command(challenge_id: str, file: Path | None, device: str, seed: int | None,
                        "is graded.")
             click.echo(f"\nwatching {path.name} for changes (Ctrl+C to stop)")
             return
-        click.echo(f"grading {path} ...")
+        click.echo(f"grading {path}{f' on {backend.host}' if hasattr(backend, 'host') else ''} ...")
         try:
             outcome = submit(ch, path, backend, device=device, seed=seed, open_store=open_store)
-        except GradingUsageError as exc:
+        except (GradingUsageError, GradingUnavailable) as exc:
             click.echo(f"inferview: {exc}", err=True)
+            click.echo(f"\nwatching {path.name} for changes (Ctrl+C to stop)")
             return
         click.clear()
         render(outcome.result.to_json(), file=str(path), output=outcome.result.output(),

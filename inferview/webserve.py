@@ -9,6 +9,7 @@ it starts).
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import ipaddress
 import logging
@@ -19,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+QUIT_WAIT_S = 10.0
+"""On shutdown, how long the open tabs' apps get to quit once asked."""
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 PAGE_FOLDER = Path(__file__).parent / "web"
@@ -120,8 +123,32 @@ def build_server(target: ServeTarget) -> Any:
     from textual_serve.server import Server
 
     class AppServer(Server):
-        """textual-serve's server with one start-up line instead of a banner, and plain
-        warnings instead of per-request logs."""
+        """textual-serve's server with one start-up line instead of a banner, plain warnings
+        instead of per-request logs, and a shutdown that asks every open tab's app to quit
+        (left alone, a connected tab keeps the server waiting for it)."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.sessions: set[asyncio.Task[Any]] = set()
+            """One task per connected tab (its WebSocket handler)."""
+
+        async def handle_websocket(self, request: Any) -> Any:
+            session = asyncio.current_task()
+            assert session is not None
+            self.sessions.add(session)
+            try:
+                return await super().handle_websocket(request)
+            finally:
+                self.sessions.discard(session)
+
+        async def on_shutdown(self, app: Any) -> None:
+            # a cancelled session closes its socket and tells its app to quit (textual-serve's
+            # own clean-up), then waits for the app to exit
+            open_sessions = list(self.sessions)
+            for session in open_sessions:
+                session.cancel()
+            if open_sessions:
+                await asyncio.wait(open_sessions, timeout=QUIT_WAIT_S)
 
         def initialize_logging(self) -> None:
             handler = logging.StreamHandler(sys.stderr)

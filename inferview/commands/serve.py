@@ -25,10 +25,11 @@ from inferview.webserve import DEFAULT_HOST, DEFAULT_PORT
 def command(host: str, port: int, public: bool) -> None:
     """Serve the app in a web page (one app per browser tab). Ctrl+C stops.
 
-    From a laptop, through an SSH tunnel, then open http://127.0.0.1:8000:
+    From a laptop, through an SSH tunnel, then open http://127.0.0.1:8000 (-t lets Ctrl+C reach
+    the server):
 
     \b
-        ssh -L 8000:127.0.0.1:8000 HOST inferview serve
+        ssh -t -L 8000:127.0.0.1:8000 HOST inferview serve
     """
     from inferview.webserve import ServeError, check_port_free, check_target, serve
 

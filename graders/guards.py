@@ -237,8 +237,8 @@ def _make_dispatch_mode(torch: Any) -> Any:
                         len(args) < 2 or scalar_like(args[0]) or scalar_like(args[1]))
                     if not ok:
                         _violate("compute outside Triton",
-                                 f"computes with torch (aten.{name}) during the call; the "
-                                 "attention must be computed inside a Triton kernel")
+                                 f"computes with torch (aten.{name}) during the call; this "
+                                 "challenge's computation must run inside a Triton kernel")
             out = func(*args, **kwargs)
             if _State.active and not _State.internal:
                 for t in out if isinstance(out, (tuple, list)) else (out,):

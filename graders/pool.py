@@ -7,7 +7,10 @@ of the same kind finds one ready: the grading service and the meta-test work tha
 
 With ``fork`` on, CPU workers are forked from a fork server per kind (``forkserver.py``), which
 imports torch once instead of once per worker; until that server is ready (it boots in the
-background, like a worker) workers are spawned as usual.
+background, like a worker) workers are spawned as usual. With ``patient`` on as well (the app's
+grading service), a worker never boots beside a booting server: warming only boots the server, and
+a grade that comes first waits for it (a second torch import on the same cores would only slow
+both). Every later worker of that kind is a fork, ready in milliseconds.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import atexit
 import os
 import threading
+import time
 from typing import Any
 
 from inferview.graders.forkserver import ForkServer
@@ -43,20 +47,35 @@ def guess_backend(spec: Any, device: str) -> str:
 class WorkerPool:
     """At most one warm worker, handed out once."""
 
-    def __init__(self, refill: bool = False, fork: bool = False) -> None:
+    def __init__(self, refill: bool = False, fork: bool = False, patient: bool = False) -> None:
         self.refill = refill
         """Start the next warm worker as soon as one is taken."""
         self.fork = fork
         """Fork CPU workers from a fork server once one is ready."""
+        self.patient = patient
+        """With ``fork``: wait for a booting server instead of spawning a worker beside it."""
         self._warm: dict[Key, WorkerProcess] = {}
         self._servers: dict[bool, ForkServer] = {}
         self._lock = threading.Lock()
         self._server_lock = threading.Lock()
 
-    def server(self, key: Key) -> ForkServer | None:
-        """The ready fork server for ``key``'s kind, starting one if there is none (then None)."""
+    def server(self, key: Key, wait_s: float = 0.0) -> ForkServer | None:
+        """The ready fork server for ``key``'s kind, starting one if there is none; None when
+        it is not ready within ``wait_s`` seconds (or cannot be used)."""
         if not self.fork or key[1] != "cpu":
             return None
+        deadline = time.monotonic() + wait_s
+        while True:
+            s = self._server_now(key)
+            if s is not None or time.monotonic() >= deadline:
+                return s
+            with self._server_lock:
+                booting = self._servers.get(key[0])
+            if booting is None or booting.unusable or not booting.alive:
+                return None
+            time.sleep(0.02)
+
+    def _server_now(self, key: Key) -> ForkServer | None:
         with self._server_lock:
             s = self._servers.get(key[0])
             if s is not None and s.unusable:
@@ -74,8 +93,13 @@ class WorkerPool:
     def start(self, key: Key) -> WorkerProcess:
         """A new worker for ``key``, started (it boots in the background)."""
         w = WorkerProcess(triton=key[0], device=key[1], memory_limit_mb=key[2])
-        w.start(self.server(key))
+        w.start(self.server(key, SERVER_BOOT_WAIT_S if self.patient else 0.0))
         return w
+
+    def _booting(self, key: Key) -> bool:
+        """Patient mode, and ``key``'s server is booting (now started if it was not)."""
+        return self.patient and self.fork and key[1] == "cpu" and self.server(key) is None and (
+            (s := self._servers.get(key[0])) is not None and s.alive and not s.unusable)
 
     def take(self, key: Key) -> WorkerProcess:
         """The warm worker for ``key`` if there is a live one, else a new one."""
@@ -98,6 +122,8 @@ class WorkerPool:
                 return
             for k in list(self._warm):
                 self._warm.pop(k).close()
+            if self._booting(key):
+                return  # the server's boot is the warm-up; a grade that comes first waits for it
             self._warm[key] = self.start(key)
 
     def has_warm(self, key: Key) -> bool:
@@ -119,6 +145,9 @@ class WorkerPool:
             s.close()
             spare(s.pid, keep=False)
 
+
+SERVER_BOOT_WAIT_S = 120.0
+"""How long a patient pool waits for a booting fork server before it spawns instead."""
 
 POOL = WorkerPool()
 """This process's pool."""

@@ -134,3 +134,24 @@ def test_a_dead_fork_server_is_replaced_and_its_workers_still_end_cleanly() -> N
             w2.close()
     finally:
         s.close()
+
+
+def test_a_patient_pool_never_boots_a_worker_beside_its_booting_server() -> None:
+    """The app's service: warming boots the fork server only; a grade that comes first waits for
+    it and gets a forked worker; the next is a fork at once."""
+    from inferview.graders.pool import WorkerPool
+
+    pool = WorkerPool(fork=True, patient=True)
+    try:
+        pool.warm(KEY)
+        assert not pool.has_warm(KEY), "a spawned worker was started beside the booting server"
+        first = pool.take(KEY)
+        assert isinstance(first.proc, ForkedProcess)
+        pool.warm(KEY)
+        assert pool.has_warm(KEY)
+        second = pool.take(KEY)
+        assert isinstance(second.proc, ForkedProcess)
+        for w in (first, second):
+            w.close()
+    finally:
+        pool.shutdown()

@@ -135,11 +135,8 @@ def test_the_page_shows_home_and_a_key_navigates(server: Served, browser, relay:
             route.abort()
 
     page = browser.new_page(viewport={"width": 1100, "height": 640})
-    tunnelled = browser.new_page(viewport={"width": 1000, "height": 600})
-    for p in (page, tunnelled):
-        p.route("**/*", local_only)
+    page.route("**/*", local_only)
     page.goto(server.url)
-    tunnelled.goto(f"http://127.0.0.1:{relay.port}/")  # its app starts while the first is used
     assert page.title() == "inferview"
     page.wait_for_selector("body.-first-byte", timeout=20_000)
     wait_for_text(page, "inferview — Home", "Topics", "The KV cache", "challenges passed")
@@ -148,10 +145,16 @@ def test_the_page_shows_home_and_a_key_navigates(server: Served, browser, relay:
     page.keyboard.press("Escape")
     wait_for_text(page, "inferview — Home", "Topics")
 
-    wait_for_text(tunnelled, "inferview — Home", "Topics")
+    # a second tab, on the relay's port: its WebSocket goes there too, to an app of its own
+    tunnelled = browser.new_page(viewport={"width": 1000, "height": 600})
+    tunnelled.route("**/*", local_only)
+    tunnelled.goto(f"http://127.0.0.1:{relay.port}/")
+    socket_url = tunnelled.eval_on_selector("#terminal", "t => t.dataset.sessionWebsocketUrl")
+    assert socket_url == f"ws://127.0.0.1:{relay.port}/ws"
+    wait_for_text(tunnelled, "inferview — Home")
     tunnelled.keyboard.press("?")
     wait_for_text(tunnelled, "inferview — Help")
-    assert "inferview — Home" in wait_for_text(page, "Topics")  # each tab has its own app
+    assert "inferview — Home" in wait_for_text(page, "Topics")
     assert outside == [], "the page asked the internet for something"
 
     # signalled alone, the server still asks both tabs' apps to quit before it exits

@@ -137,6 +137,9 @@ def _usage_error(path: Path, exc: sqlite3.Error, waited_ms: int | None = None) -
         return StoreError(
             f"The progress store {path} cannot be opened for writing ({exc}); check the "
             "permissions of the file and its folder, or set INFERVIEW_HOME to another folder.")
+    if code in (_SQLITE_IOERR, _SQLITE_FULL):
+        return StoreError(f"The progress store {path} cannot be used ({exc}): is its disk full? "
+                          "Nothing in it was changed.")
     return StoreError(f"The progress store {path} cannot be used ({exc}).")
 
 

@@ -17,6 +17,7 @@ import ast
 import difflib
 import importlib.util
 import secrets
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -52,12 +53,33 @@ DEFAULT_MAX_EXAMPLES = 25
 """The grader's Hypothesis profile: examples per check unless the check sets ``max_examples``."""
 MAX_SHRINK_SECONDS = 8.0
 MAX_RESTARTS = 1
+KILLED_MESSAGE = ("the grading worker was killed from outside the grader (SIGKILL), not by the "
+                  "solution running out of memory; nothing was graded")
 LOAD_CHECK = "solution loads and defines the entry points"
 FORBIDDEN_CHECK = "uses only allowed APIs"
 
 ProgressFn = Callable[[int, int, str], None]
 
-__all__ = ["GradeResult", "GradingUsageError", "as_challenge", "grade", "prestart"]
+__all__ = ["GradeResult", "GradingUsageError", "WorkerKilled", "as_challenge", "grade", "prestart"]
+
+
+class WorkerKilled(RuntimeError):
+    """The worker was killed from outside the grader (a SIGKILL it did not send, while the system
+    killed nothing for memory): no verdict, since the submission did not cause it; ``str()``
+    says so in one line."""
+
+
+def _oom_kills() -> int | None:
+    """How many processes the kernel has killed for memory since boot (``oom_kill`` in
+    ``/proc/vmstat``, cgroup limits included), or None where it cannot be read."""
+    try:
+        with open("/proc/vmstat", "rb") as f:
+            for line in f:
+                if line.startswith(b"oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def as_challenge(challenge: LoadedChallenge | Path | str) -> LoadedChallenge:
@@ -263,6 +285,17 @@ class _Runner(_Channel):
         self.helpers = ({"worker_helpers.py": helpers.read_text(encoding="utf-8")}
                         if helpers.is_file() else {})
         self.roots = forbidden_roots(ch)
+        self.oom_kills = _oom_kills()
+
+    def killed_from_outside(self, kind: str) -> bool:
+        """A worker death of ``kind`` is a SIGKILL this grader did not send (its own kills end
+        as ``memory``, ``timeout`` or ``cancelled``) and the kernel killed nothing for memory
+        meanwhile: someone killed the worker, not the submission's doing (a solution that kills
+        itself that way gets no verdict either, which gains it nothing)."""
+        w = self.worker
+        if kind != "crashed" or w is None or w.proc is None or w.proc.poll() != -signal.SIGKILL:
+            return False
+        return self.oom_kills is not None and _oom_kills() == self.oom_kills
 
     # -- worker life cycle ---------------------------------------------------------------------
     def spawn(self) -> None:
@@ -357,6 +390,8 @@ class _Runner(_Channel):
     def request(self, op: str, payload: dict[str, Any], *, timeout: float | None,
                 describe: str) -> Any:
         if self.worker is None or not self.worker.alive:
+            if self.killed_from_outside("crashed"):  # between two calls
+                raise _RunAborted("killed", KILLED_MESSAGE)
             if self.restarts >= MAX_RESTARTS:
                 raise _RunAborted("crashed", "the worker crashed too many times")
             self.restart()
@@ -378,6 +413,8 @@ class _Runner(_Channel):
             reply, buffers = self.worker.request(header, enc.buffers, deadline=deadline,
                                                  cancel=self.cancel, describe=describe)
         except WorkerFailure as exc:
+            if self.killed_from_outside(exc.kind):
+                raise _RunAborted("killed", KILLED_MESSAGE) from None
             kind = {"memory": "crashed", "protocol": "crashed"}.get(exc.kind, exc.kind)
             raise _RunAborted(kind, exc.message) from None
         self._violations(reply)
@@ -638,6 +675,8 @@ def _grade_with(runner: _Runner, ch: LoadedChallenge, source: str, filename: str
         runner.deadline = time.monotonic() + float(spec.time_limit_s)
         reply = runner.load()
     except _RunAborted as exc:
+        if exc.kind == "killed":
+            raise WorkerKilled(exc.message) from None
         return finish(exc.kind, [CheckResult(
             LOAD_CHECK if exc.kind != "forbidden" else FORBIDDEN_CHECK,
             "failed" if exc.kind == "forbidden" else "error",
@@ -648,6 +687,8 @@ def _grade_with(runner: _Runner, ch: LoadedChallenge, source: str, filename: str
         if exc.kind == "cancelled":
             return finish("error", [CheckResult(LOAD_CHECK, "error", "cancelled")], runner,
                           cancelled=True)
+        if runner.killed_from_outside(exc.kind):
+            raise WorkerKilled(KILLED_MESSAGE) from None
         kind = {"memory": "crashed", "protocol": "crashed"}.get(exc.kind, exc.kind)
         msg = exc.message
         if exc.kind == "timeout":
@@ -684,6 +725,8 @@ def _grade_with(runner: _Runner, ch: LoadedChallenge, source: str, filename: str
         try:
             res = _run_one(fn, cinfo, ctx, hseed, runner.deadline - time.monotonic())
         except _RunAborted as exc:
+            if exc.kind == "killed":
+                raise WorkerKilled(exc.message) from None
             example = getattr(exc, "example", "")
             counter = None
             if example or ctx.notes:

@@ -51,6 +51,11 @@ class Service:
             self.busy.clear()
             self.emit({"event": "error", "id": rid, "message": str(exc), "usage": True})
             return
+        except engine.WorkerKilled as exc:  # no verdict: say so, and have the next worker ready
+            self.busy.clear()
+            self.emit({"event": "error", "id": rid, "usage": False, "message": str(exc)})
+            self._warm_next(challenge, req)
+            return
         except Exception as exc:  # noqa: BLE001 - the client shows one line
             self.busy.clear()
             self.emit({"event": "error", "id": rid, "usage": False,
@@ -62,6 +67,12 @@ class Service:
         else:
             self.emit({"event": "result", "id": rid, "result": result.to_json(),
                        "stdout": result.stdout[-65536:], "stderr": result.stderr[-65536:]})
+        self._warm_next(challenge, req)
+
+    @staticmethod
+    def _warm_next(challenge: Any, req: dict[str, Any]) -> None:
+        from inferview.graders import engine
+
         try:
             engine.prestart(challenge, req.get("device") or "auto")
         except Exception:  # noqa: BLE001 - warming up is best effort

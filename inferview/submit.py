@@ -62,8 +62,11 @@ class LocalBackend:
         POOL.warm(key_for(challenge.spec, guess_backend(challenge.spec, device)))
         from inferview.graders import engine
 
-        result = engine.grade(challenge, file, device=device, seed=seed, progress=progress,
-                              cancel=cancel, fail_fast=fail_fast)
+        try:
+            result = engine.grade(challenge, file, device=device, seed=seed, progress=progress,
+                                  cancel=cancel, fail_fast=fail_fast)
+        except engine.WorkerKilled as exc:  # killed from outside: no verdict for the solution
+            raise GradingUnavailable(str(exc)) from None
         if result.cancelled:
             raise GradingCancelled("cancelled")
         return result

@@ -343,8 +343,12 @@ class ChallengeScreen(Screen["Outcome | None"]):
         self._update_bar()
 
     def on_grading_error(self, message: GradingError) -> None:
+        """Grading could not finish (bad input, or the service or its worker died): one line
+        that says why; nothing was recorded and the last result stays shown."""
         self._end_grading()
-        self.notify(message.error, title="Grading service failed", severity="error", timeout=15)
+        kept = "the last result is kept; " if self.last_result is not None else ""
+        self.notify(f"{_one_line(message.error)} ({kept}ctrl+r grades again)",
+                    title="Grading failed", severity="error", timeout=15)
 
     def action_cancel_grading(self) -> None:
         if not self.grading:
@@ -503,6 +507,12 @@ class ChallengeScreen(Screen["Outcome | None"]):
     def last_result(self) -> GradeResult | None:
         """The result shown in the results panel."""
         return self.query_one(ResultsPanel).result
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one line: its first line, without a trailing full stop."""
+    lines = text.strip().splitlines()
+    return (lines[0] if lines else "").rstrip(". ")
 
 
 def _fit(text: str, width: int) -> str:

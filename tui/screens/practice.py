@@ -377,7 +377,14 @@ class PracticeScreen(Screen[None]):
     def action_rate(self, rating: int) -> None:
         if self.feedback is None:
             return
-        due = self.session.rate(self.feedback, rating)
+        from inferview.store import StoreError
+
+        try:
+            due = self.session.rate(self.feedback, rating)
+        except StoreError as exc:  # e.g. a full disk: the answer stays here, rate it again later
+            self.notify(f"{exc} Your answer is still here: rate it again once that is fixed.",
+                        severity="error", timeout=10)
+            return
         days = (due - self.app.services.now()).total_seconds() / 86400
         when = "again today" if days < 1 else f"in {round(days)} day{'s' if round(days) != 1 else ''}"
         self.notify(f"{RATINGS[rating]} — next review {when}.", timeout=3)
@@ -392,7 +399,12 @@ class PracticeScreen(Screen[None]):
 
     def action_skip(self) -> None:
         if self.feedback is not None:
-            self.session.abandon(self.feedback)
+            from inferview.store import StoreError
+
+            try:
+                self.session.abandon(self.feedback)
+            except StoreError as exc:
+                self.notify(f"{exc} The answer was not kept.", severity="error", timeout=10)
         self.session.skip()
         self.show_current()
 
@@ -423,6 +435,12 @@ class PracticeScreen(Screen[None]):
             )
             return
         if self.feedback is not None:
-            self.session.abandon(self.feedback)
+            from inferview.store import StoreError
+
+            try:
+                self.session.abandon(self.feedback)
+            except StoreError as exc:  # leaving is not blocked; say what was not kept
+                self.app.notify(f"{exc} The last answer was not kept.", severity="error",
+                                timeout=10)
             self.feedback = None
         self.app.pop_screen()

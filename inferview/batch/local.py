@@ -16,9 +16,11 @@ A slot whose process dies (killed, out of memory) is restarted and the submissio
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import queue
 import re
+import signal
 import threading
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -101,7 +103,16 @@ def plan_slots(memory_limit_mb: int, backend: str, submissions: int,
 
 
 def _start_slot(env: dict[str, str]) -> None:
+    """In a slot's process, first: its environment; ctrl+c is the batch's to handle, and a
+    SIGTERM from it ends the grading under way through the engine's own clean-up (its worker is
+    killed), not by dying in the middle."""
     os.environ.update(env)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _exit_on_term)
+
+
+def _exit_on_term(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def run_local(challenge: ChallengeRef, submissions: list[Submission], slots: list[Slot], *,
@@ -134,27 +145,31 @@ def run_local(challenge: ChallengeRef, submissions: list[Submission], slots: lis
                     finish(BatchRow.not_graded(sub, sub.problem))
                     continue
                 attempts = 0
-                while True:
+                row: BatchRow | None = None
+                while row is None:
                     if executor is None:
                         executor = ProcessPoolExecutor(1, mp_context=get_context("spawn"),
                                                        initializer=_start_slot,
                                                        initargs=(slot.env,))
                     attempts += 1
                     try:
-                        outcome = executor.submit(grade_submission, challenge, sub.filename,
-                                                  sub.source, device, seed, fail_fast).result()
-                    except BrokenProcessPool:
-                        executor.shutdown(wait=False, cancel_futures=True)
-                        executor = None
-                        if attempts <= retries and not stop.is_set():
-                            continue
-                        finish(BatchRow.not_graded(
-                            sub, f"its grading process died ({_tries(attempts)})"))
-                    except Exception as exc:  # noqa: BLE001 - reported on its row, never a verdict
-                        finish(BatchRow.not_graded(sub, _describe(exc)))
-                    else:
-                        finish(BatchRow.from_outcome(sub, outcome))
-                    break
+                        row = BatchRow.from_outcome(sub, executor.submit(
+                            grade_submission, challenge, sub.filename, sub.source, device, seed,
+                            fail_fast).result())
+                    except BaseException as exc:
+                        if stop.is_set():  # the batch was interrupted: no row, no message
+                            return
+                        if isinstance(exc, BrokenProcessPool):  # its process died: a new one
+                            executor.shutdown(wait=False, cancel_futures=True)
+                            executor = None
+                            if attempts > retries:
+                                row = BatchRow.not_graded(
+                                    sub, f"its grading process died ({_tries(attempts)})")
+                        elif isinstance(exc, Exception):  # on its row, never a verdict
+                            row = BatchRow.not_graded(sub, _describe(exc))
+                        else:
+                            raise
+                finish(row)
         finally:
             if executor is not None:
                 executor.shutdown(wait=True, cancel_futures=True)
@@ -167,8 +182,12 @@ def run_local(challenge: ChallengeRef, submissions: list[Submission], slots: lis
         for t in threads:
             while t.is_alive():
                 t.join(0.2)
-    except BaseException:
+    except BaseException:  # ctrl+c: stop every slot's process, then let it through
         stop.set()
+        for child in multiprocessing.active_children():
+            child.terminate()
+        for t in threads:
+            t.join(10.0)
         raise
     return rows
 

@@ -8,6 +8,7 @@ to stdout, ``--csv OUT`` to a file.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -159,16 +160,19 @@ def _on_cluster(found: LoadedChallenge, submissions: list[Submission], address: 
     from inferview.batch.cluster import ClusterError, connect, run_cluster
     from inferview.batch.task import ChallengeRef
 
-    try:
-        ray = connect(address)
-    except ClusterError as exc:
-        click.echo(f"inferview: {exc}", err=True)
-        sys.exit(2)
-    try:
-        ref = ChallengeRef(found.id) if found.builtin else ChallengeRef.shipped(found.folder)
-        with _Bar(err, len(submissions), f"grading on Ray ({address})") as bar:
-            rows = run_cluster(ray, ref, found.spec, submissions, device=device, seed=seed,
-                               fail_fast=fail_fast, retries=retries, on_done=bar.done)
-    finally:
-        ray.shutdown()
+    # Ray prints the cluster's notices ("(raylet) A worker died...") on stdout: they go to stderr,
+    # so that stdout holds the report alone
+    with contextlib.redirect_stdout(sys.stderr):
+        try:
+            ray = connect(address)
+        except ClusterError as exc:
+            click.echo(f"inferview: {exc}", err=True)
+            sys.exit(2)
+        try:
+            ref = ChallengeRef(found.id) if found.builtin else ChallengeRef.shipped(found.folder)
+            with _Bar(err, len(submissions), f"grading on Ray ({address})") as bar:
+                rows = run_cluster(ray, ref, found.spec, submissions, device=device, seed=seed,
+                                   fail_fast=fail_fast, retries=retries, on_done=bar.done)
+        finally:
+            ray.shutdown()
     return rows, f"ray:{address}"

@@ -5,6 +5,9 @@
 INFERVIEW_JUDGE_URL = "http://127.0.0.1:11434/v1"   # an OpenAI-compatible server you run
 INFERVIEW_JUDGE_MODEL = "qwen2.5:7b-instruct"
 INFERVIEW_JUDGE_TIMEOUT = 30                          # seconds per request
+INFERVIEW_REMOTE = "gpu-box"                          # grade there over ssh (inferview.remote)
+INFERVIEW_REMOTE_COMMAND = "~/inferview/.venv/bin/inferview"   # its inferview; default inferview
+INFERVIEW_SSH_COMMAND = "ssh"                         # the ssh client, with options of its own
 ```
 
 An environment variable wins over the file. A file that cannot be read or parsed is reported in

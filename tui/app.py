@@ -163,11 +163,11 @@ def create_app(
 
 
 def run_app(initial: InitialChallenge | None = None, mock: dict[str, Any] | None = None,
-            library: Any = None) -> None:
+            library: Any = None, remote: Any = "settings") -> None:
     """Run the app in the terminal: Home (the bare ``inferview`` command), one challenge
     (``inferview challenge``) or a mock interview (``inferview mock``: ``MockScreen`` keywords).
     ``library`` is content a command already loaded (to check its arguments), so it is not
-    loaded twice."""
+    loaded twice. ``remote``: where challenges are graded (``Services.remote``)."""
     from inferview.store import Store, StoreError
 
     try:
@@ -177,5 +177,6 @@ def run_app(initial: InitialChallenge | None = None, mock: dict[str, Any] | None
     except StoreError as exc:
         raise SystemExit(f"inferview: {exc}") from None
     app = create_app(initial=initial, mock=mock, library=library)
+    app.services.remote = remote
     app.services.adopt_store(store)
     app.run()

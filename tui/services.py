@@ -42,6 +42,11 @@ class Services:
     ``config.toml``."""
     judge_problem: str = ""
     """Why a configured judge cannot be used (a broken settings file), for the user."""
+    remote: Any = "settings"
+    """Where challenges are graded: an ``inferview.remote.config.RemoteConfig`` (over SSH),
+    ``None`` for the local grading service, or ``"settings"`` (the default) to read
+    ``INFERVIEW_REMOTE`` from the environment and the data folder's ``config.toml``."""
+    _backend: Any = field(default=None, init=False, repr=False)
     _store: Any = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _library_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
@@ -84,6 +89,31 @@ class Services:
 
                 self.grading_client = GradingClient()
             return self.grading_client
+
+    def get_backend(self) -> Any:
+        """Where a submission is graded (an ``inferview.submit`` backend): ``SSHBackend`` when a
+        remote is set, else the local grading service. A broken setting gives a backend whose
+        every grading fails with its one line, so nothing is recorded."""
+        from inferview.submit import ServiceBackend
+
+        with self._lock:
+            if self.remote == "settings":
+                from inferview.grading import GradingUsageError
+                from inferview.remote.config import resolve
+                from inferview.settings import SettingsError
+
+                try:
+                    self.remote = resolve()
+                except (SettingsError, GradingUsageError) as exc:
+                    from inferview.remote.backend import Unusable
+
+                    self._backend = Unusable(str(exc))
+                    self.remote = None
+            if self._backend is None and self.remote is not None:
+                from inferview.remote.backend import SSHBackend
+
+                self._backend = SSHBackend(self.remote)
+        return self._backend if self._backend is not None else ServiceBackend(self.get_grader())
 
     def get_judge(self) -> Any:
         """The judge's config, or None; a broken settings file is reported in ``judge_problem``

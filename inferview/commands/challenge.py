@@ -10,14 +10,26 @@ from pathlib import Path
 
 import click
 
+from inferview.remote.config import remote_options
+
 
 @click.command(name="challenge")
 @click.argument("challenge_id", metavar="ID")
 @click.option("--file", "file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Edit and grade this file instead of the workspace's solution.py.")
-def command(challenge_id: str, file: Path | None) -> None:
-    """Open the TUI on one challenge."""
+@remote_options
+def command(challenge_id: str, file: Path | None, remote: str | None,
+            remote_command: str | None) -> None:
+    """Open the TUI on one challenge (--remote HOST: ctrl+r grades on HOST over ssh)."""
     from inferview.content.loader import find_challenge, load_library
+    from inferview.grading import GradingUsageError
+    from inferview.remote.config import resolve
+    from inferview.settings import SettingsError
+
+    try:
+        where = resolve(remote, remote_command)
+    except (SettingsError, GradingUsageError) as exc:
+        raise click.UsageError(str(exc)) from None
 
     library = load_library()
     try:
@@ -30,4 +42,4 @@ def command(challenge_id: str, file: Path | None) -> None:
             raise click.UsageError(f"no such file: {file}")
     from inferview.tui.app import InitialChallenge, run_app
 
-    run_app(InitialChallenge(challenge_id, file), library=library)
+    run_app(InitialChallenge(challenge_id, file), library=library, remote=where)

@@ -171,3 +171,16 @@ class SSHBackend:
         result.host = self.host
         result.device = str(events.get("where", {}).get("device") or result.backend)
         return result
+
+
+class Unusable:
+    """A backend that cannot grade (a broken remote setting): every grading says why in one line,
+    so nothing is recorded and nothing falls back to grading elsewhere unasked."""
+
+    name = "unusable"
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def grade(self, challenge: LoadedChallenge, file: Path, **_options: Any) -> GradeResult:
+        raise GradingUnavailable(self.reason)

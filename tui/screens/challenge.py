@@ -163,6 +163,10 @@ class ChallengeScreen(Screen["Outcome | None"]):
     @work(thread=True, exclusive=True, exit_on_error=False, group="prepare")
     def _prepare(self) -> None:
         """Warm the grading service for this challenge (imports torch there, not here)."""
+        from inferview.submit import ServiceBackend
+
+        if not isinstance(self.app.services.get_backend(), ServiceBackend):
+            return  # graded elsewhere (over SSH): nothing to warm here
         client = self.app.services.get_grader()
         prepare = getattr(client, "prepare", None)
         if prepare is not None:
@@ -270,7 +274,8 @@ class ChallengeScreen(Screen["Outcome | None"]):
             return
         self.grading = True
         self._grade_started = time.monotonic()
-        self._progress = ("starting", "")
+        host = getattr(self.app.services.get_backend(), "host", None)
+        self._progress = (f"connecting to {host}" if host else "starting", "")
         self._spin_timer = self.set_interval(0.1, self._update_bar, name="grading spinner")
         self._update_bar()
         self.refresh_bindings()
@@ -281,7 +286,7 @@ class ChallengeScreen(Screen["Outcome | None"]):
         """Grade in a thread through the one grading path (``inferview.submit``) and the app's
         grading service; the outcome comes back as a message."""
         from inferview.grading import GradingUsageError
-        from inferview.submit import GradingCancelled, ServiceBackend, submit
+        from inferview.submit import GradingCancelled, submit
 
         worker = get_current_worker()
         services = self.app.services
@@ -291,9 +296,10 @@ class ChallengeScreen(Screen["Outcome | None"]):
                 self.post_message(GradingProgress(self.challenge_id, done, total, check))
 
         try:
-            outcome = submit(self.challenge, path, ServiceBackend(services.get_grader()),
+            outcome = submit(self.challenge, path, services.get_backend(),
                              store=services.get_store(), library=services.get_library(),
-                             progress=progress, mock_id=self.mock_id, now=services.now())
+                             progress=progress, cancel=lambda: worker.is_cancelled,
+                             mock_id=self.mock_id, now=services.now())
         except GradingCancelled:
             return
         except GradingUsageError as exc:
@@ -541,7 +547,8 @@ def result_line(result: GradeResult, width: int) -> Text:
     if result.checks:
         text.append(f"  {summary(result)}", style="bold")
     text.append(f" · {result.duration_s:.1f} s")
-    for extra in (result.backend, f"seed {result.seed}"):
+    where = f"{result.device or result.backend} on {result.host}" if result.host else result.backend
+    for extra in (where, f"seed {result.seed}"):
         if extra and text.cell_len + 3 + len(extra) <= width:
             text.append(f" · {extra}", style="dim")
     return text

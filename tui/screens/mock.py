@@ -474,11 +474,9 @@ class MockScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="mock report")
     def _finish_grading(self, s: MockSession) -> None:
-        from inferview.submit import ServiceBackend
-
         services = self.app.services
         report = mock_store.finish(services.get_store(), services.get_library(), self.mock_id, s,
-                                   backend=ServiceBackend(services.get_grader()), now=services.now())
+                                   backend=services.get_backend(), now=services.now())
         self.app.call_from_thread(self._show_report, report)
 
     def _show_report(self, report: Any) -> None:

@@ -66,8 +66,9 @@ class SSHBackend:
 
     def remote_command(self, challenge_id: str, name: str, *, device: str, seed: int | None,
                        fail_fast: bool) -> str:
-        """The command line the remote's shell runs."""
-        words = ["grade", "--json", "--no-record", "--events", "--device", device,
+        """The command line the remote's shell runs (``--remote ''``: it grades there, whatever
+        its own settings say)."""
+        words = ["grade", "--json", "--no-record", "--events", "--remote", "", "--device", device,
                  "--stdin-name", name]
         if seed is not None:
             words += ["--seed", str(seed)]

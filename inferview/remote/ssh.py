@@ -1,7 +1,8 @@
 """Running a command on a remote host with the system's ``ssh``, and what its failures mean.
 
 The user's ``~/.ssh/config``, keys, agent and jump hosts apply as they are: inferview adds only
-``BatchMode`` (never a password prompt), a connect timeout and keep-alives. Every failure becomes
+``BatchMode`` (never a password prompt), no pseudo-terminal and no configured ``RemoteCommand`` (it
+sends its own), a connect timeout and keep-alives. Every failure becomes
 one line that says what to do (:func:`explain`).
 """
 
@@ -39,7 +40,7 @@ _LOST = ("closed by", "broken pipe", "not responding", "connection to", "reset b
 def argv(config: RemoteConfig, remote_command: str) -> list[str]:
     """The local command line that runs ``remote_command`` (one string, which the remote's shell
     parses) on ``config.host``."""
-    return [*config.ssh, "-T", "-o", "BatchMode=yes",
+    return [*config.ssh, "-T", "-o", "BatchMode=yes", "-o", "RemoteCommand=none",
             "-o", f"ConnectTimeout={config.connect_timeout_s}",
             "-o", "ServerAliveInterval=10", "-o", "ServerAliveCountMax=3",
             "--", config.host, remote_command]

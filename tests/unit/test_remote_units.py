@@ -59,12 +59,13 @@ def test_the_remote_command_line_is_quoted_for_the_remote_shell() -> None:
                                   fail_fast=True)
     assert line.startswith("env A=1 ~/v/bin/inferview grade ")
     words = shlex.split(line.removeprefix("env A=1 ~/v/bin/inferview "))
-    assert words == ["grade", "--json", "--no-record", "--events", "--device", "auto",
+    assert words == ["grade", "--json", "--no-record", "--events", "--remote", "", "--device", "auto",
                      "--stdin-name", "my solution.py", "--seed", "7", "--fail-fast", "--",
                      "kv-cache-size", "-"]
     assert backend.name == "ssh:gpu-box"
     argv = ssh.argv(backend.config, line)
-    assert argv[0] == "ssh" and "BatchMode=yes" in argv and argv[-3:] == ["--", "gpu-box", line]
+    assert argv[0] == "ssh" and argv[-3:] == ["--", "gpu-box", line]
+    assert {"BatchMode=yes", "RemoteCommand=none"} <= set(argv)
 
 
 CFG = RemoteConfig("box", "inferview")

@@ -20,6 +20,7 @@ from typing import Any
 from inferview.batch.discover import Submission
 from inferview.batch.table import BatchRow
 from inferview.batch.task import ChallengeRef, choose_device, grade_submission
+from inferview.grading import GradingUsageError
 
 INSTALL_HINT = "grade-batch --ray needs Ray: pip install 'inferview[cluster]'"
 CONNECT_TIMEOUT_S = 5.0
@@ -94,13 +95,20 @@ def run_cluster(ray: Any, challenge: ChallengeRef, spec: Any, submissions: list[
                 device: str = "auto", seed: int | None = None, fail_fast: bool = False,
                 retries: int = 2, on_done: DoneFn | None = None) -> list[BatchRow]:
     """Grade every submission as a task on the joined cluster; a row per submission, in the
-    order they finished (``GradingUsageError`` up front when the cluster lacks a GPU it needs)."""
-    gpus = int(ray.cluster_resources().get("GPU", 0))
-    where = choose_device(spec, device, gpus)
+    order they finished (``GradingUsageError`` up front when no node has the CPU, the GPU or the
+    memory one grading needs)."""
+    nodes = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
+    where = choose_device(spec, device, max((int(r.get("GPU", 0)) for r in nodes), default=0))
+    need = {"CPU": 1, "GPU": 1 if where == "cuda" else 0,
+            "memory": (int(spec.memory_limit_mb) + SUPERVISOR_MB) << 20}
+    if not any(all(r.get(k, 0) >= v for k, v in need.items()) for r in nodes):
+        # Ray would keep such a task waiting for ever
+        raise GradingUsageError(
+            f"no node of the cluster has what one grading needs: 1 CPU, "
+            f"{'1 GPU, ' if need['GPU'] else ''}{need['memory'] / 2**30:.1f} GiB of memory")
     task = ray.remote(grade_submission).options(
-        num_cpus=1, num_gpus=1 if where == "cuda" else 0, max_retries=retries,
-        retry_exceptions=False,
-        memory=(int(spec.memory_limit_mb) + SUPERVISOR_MB) << 20)
+        num_cpus=need["CPU"], num_gpus=need["GPU"], memory=need["memory"],
+        max_retries=retries, retry_exceptions=False)
     rows: list[BatchRow] = []
 
     def finish(row: BatchRow) -> None:

@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 @click.option("--sort", type=click.Choice(SORT_KEYS), default="candidate", show_default=True,
               help="Row order: name; best verdict; fastest; most checks passed.")
 @click.option("--ray", "ray_address", default=None, metavar="auto|ADDRESS",
-              help="Grade as tasks on an existing Ray cluster (auto: the one this machine is in).")
+              help="Grade as tasks on an existing Ray cluster (auto: the one this machine is in); "
+                   "never starts one.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
               help="Local gradings at once (default: one per core, as memory allows; one per GPU "
                    "for CUDA challenges). --jobs 1 gives times comparable to `grade`'s.")
@@ -70,6 +71,8 @@ def command(challenge_id: str, folder: Path, as_json: bool, csv_out: Path | None
         click.echo(f"inferview: {message}", err=True)
         sys.exit(2)
 
+    if jobs is not None and ray_address is not None:
+        usage("--jobs is for local batches: on Ray, the cluster's CPUs and GPUs decide")
     if as_json and csv_out is not None and str(csv_out) == "-":
         usage("--json and --csv - both write to stdout: give --csv a file")
     try:

@@ -18,7 +18,7 @@ from inferview.tests.cluster.cohort import CHALLENGE, COHORT, SEED, make_cohort,
 
 from inferview.batch.discover import discover
 from inferview.batch.local import plan_slots, run_local
-from inferview.batch.task import ChallengeRef
+from inferview.batch.task import ChallengeRef, grade_submission
 from inferview.cli import main as cli_main
 
 
@@ -102,3 +102,16 @@ def test_a_grading_process_lost_for_good_is_not_graded(tmp_path: Path) -> None:
     assert len(killed) == 1
     assert [(r.candidate, r.verdict, r.reason) for r in rows] == [
         ("alice", None, "its grading process died (1 attempt)")]
+
+
+def test_a_shipped_challenge_is_graded_against(tmp_path: Path) -> None:
+    """What a node does with a challenge that is not built in: the folder's files come with the
+    task and are unpacked beside the submission (a correct solution passes every check)."""
+    demo = Path(__file__).resolve().parents[1] / "fixtures" / "challenges" / "demo-scale"
+    source = (demo / "solutions" / "correct" / "mul.py").read_bytes()
+    outcome = grade_submission(ChallengeRef.shipped(demo), "cand.py", source, seed=SEED)
+    assert outcome.error is None and outcome.result["challenge"] == "demo-scale"
+    assert outcome.result["verdict"] == "passed" and outcome.result["seed"] == SEED
+    assert len(outcome.result["checks"]) > 1
+    assert {c["status"] for c in outcome.result["checks"]} == {"passed"}
+    assert (outcome.host, outcome.device) == (socket.gethostname(), "cpu")

@@ -18,6 +18,8 @@ import pytest
 from inferview.tests.cluster import raycluster
 from inferview.tests.cluster.cohort import CHALLENGE, COHORT, SEED, make_cohort, outline
 
+DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "challenges" / "demo-scale"
+
 pytest.importorskip("ray", reason="ray is not installed: pip install 'inferview[cluster]'")
 
 
@@ -81,3 +83,16 @@ def test_a_task_that_runs_out_of_retries_is_not_graded(head, tmp_path: Path) -> 
     assert (row["candidate"], row["graded"], row["verdict"], row["result"]) == (
         "alice", False, None, None)
     assert row["reason"] == "its Ray worker died (after 0 retries)"
+
+
+def test_a_gpu_the_cluster_lacks_is_a_usage_error(head, tmp_path: Path) -> None:
+    address, _ = head
+    (tmp_path / "cohort").mkdir()
+    (tmp_path / "cohort" / "alice.py").write_bytes((DEMO / "solutions/correct/mul.py").read_bytes())
+    proc = subprocess.run(
+        [sys.executable, "-m", "inferview", "grade-batch", str(DEMO), str(tmp_path / "cohort"),
+         "--ray", address, "--device", "cuda"],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"})
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr.strip().splitlines()[-1] == "inferview: --device cuda: no CUDA GPU is available"

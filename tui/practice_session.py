@@ -42,6 +42,9 @@ class PracticeItem:
     rendered: RenderedDrill | None = None
     order: list[int] | None = None
     """Choice questions: option indices in display order."""
+    card_seen: str | None = None
+    """The question's FSRS card when it was shown: rating it reviews that card once, so another
+    app that rated it meanwhile (the card changed) is not reviewed over a second time."""
 
 
 @dataclass
@@ -100,7 +103,7 @@ class PracticeSession:
             return self._item
         q = self.library.questions[qid]
         seed = len(self.store.question_attempts(question_id=qid))
-        item = PracticeItem(q, q.prompt, qid in self.due_ids)
+        item = PracticeItem(q, q.prompt, qid in self.due_ids, card_seen=self.store.get_card(qid))
         if item.due:
             item.label = "review"
         elif qid in self.follow_up_ids:
@@ -164,7 +167,14 @@ class PracticeSession:
                 q.id, q.topic, q.kind, feedback.answer, copy.deepcopy(feedback.result),
                 feedback.correct, rating=rating, duration_s=feedback.duration_s, at=now,
             )
-            due = self.scheduler.review(q.id, q.topic, rating, when=now, duration_s=feedback.duration_s)
+            # read inside the write transaction: a second app rating the same question at once
+            # waits for the first, sees its review, and schedules nothing more
+            card = self.store.get_card(q.id)
+            if card is not None and card != feedback.item.card_seen:
+                due = self.scheduler.card(q.id).due  # type: ignore[union-attr]
+            else:
+                due = self.scheduler.review(q.id, q.topic, rating, when=now,
+                                            duration_s=feedback.duration_s)
         self.answered += 1
         self.right += int(feedback.correct)
         self._advance()

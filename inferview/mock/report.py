@@ -57,6 +57,8 @@ class Report:
     items: list[ItemReport]
     review: list[str]
     challenge: dict[str, Any] | None
+    clock_note: str = ""
+    """What the timer did when the system clock jumped during the interview ("" when it did not)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -74,6 +76,8 @@ class Report:
         out.append(f"- Started: {_when(self.started_at)}")
         out.append(f"- Length: {self.minutes:g} min{f', focus: {title(self.focus)}' if self.focus else ''}")
         out.append(f"- Ended: {self.reason} after {_mmss(self.elapsed_s)}")
+        if self.clock_note:
+            out.append(f"- Timing: {self.clock_note}")
         out.append(f"- Overall score: **{100 * self.score:.0f}%**")
         out += ["", "## Score per topic", "", "| Topic | Score | Items |", "|---|---:|---:|"]
         for topic, s in self.topics.items():
@@ -297,4 +301,4 @@ def build_report(session: MockSession, lib: Library, session_id: int | None = No
         review += [q for q in (ch.spec.questions if ch else []) if q in lib.questions and q not in review]
     return Report(session_id, session.started_at, session.minutes, session.focus,
                   session.finished_reason or "ended early", session.elapsed_s(), overall, topics, items,
-                  review, challenge)
+                  review, challenge, session.clock_note)

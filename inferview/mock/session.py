@@ -2,7 +2,10 @@
 
 The clock is injectable (``clock`` returns seconds, monotonic), so tests drive a whole session
 without waiting. Only time while the session runs counts: a paused session, or one whose app was
-closed, keeps its remaining time. Answers are recorded without grading; grading happens once, in
+closed, keeps its remaining time (so resuming needs no wall clock: the state saves the running time).
+The system clock is never used for timing: when it jumps while the interview runs (a suspend and
+resume, or the clock set by hand), the timer is unaffected, and the session notes the jump
+(``clock_jumps``) so the report can say what the timer did. Answers are recorded without grading; grading happens once, in
 :meth:`MockSession.finish`, so nothing is shown before the end.
 """
 
@@ -20,23 +23,40 @@ from inferview.mock.plan import Plan, PlanItem, build_plan
 
 WARNINGS_S = (300, 60)
 """The clock warns when 5 minutes and when 1 minute are left."""
+CLOCK_JUMP_S = 60
+"""A system clock that moves this many seconds more (or less) than the running time between two
+ticks has jumped (a suspend, or a clock set by hand): the session notes it."""
 
 
 def _now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+def signed_duration(seconds: float) -> str:
+    """A clock jump in words: ``+2 h``, ``-5 min``, ``+1 h 30 min``, ``+45 s``."""
+    sign, s = ("-" if seconds < 0 else "+"), int(round(abs(seconds)))
+    if s < 60:
+        return f"{sign}{s} s"
+    h, m = divmod(round(s / 60), 60)
+    return sign + " ".join(p for p in (f"{h} h" if h else "", f"{m} min" if m else "") if p)
+
+
 @dataclass
 class Event:
-    """Something the clock says: ``warning`` (with seconds left) or ``expired``."""
+    """Something the clock says: ``warning`` (with seconds left), ``expired``, or ``clock`` (the
+    system clock jumped by ``jump_s`` seconds, and the timer ignored it)."""
 
     kind: str
     seconds_left: int = 0
+    jump_s: int = 0
 
     @property
     def message(self) -> str:
         if self.kind == "expired":
             return "Time is up: the interview is over."
+        if self.kind == "clock":
+            return (f"The system clock jumped {signed_duration(self.jump_s)}; the interview's "
+                    "timer ignored it.")
         minutes = self.seconds_left // 60
         return f"{minutes} minute{'s' if minutes != 1 else ''} left."
 
@@ -64,13 +84,23 @@ class MockSession:
     """Session time at which the current item was shown."""
     clock: Callable[[], float] = time.monotonic
     _segment_start: float | None = None
+    wall_clock: Callable[[], float] = time.time
+    """The system clock, only to notice its jumps (tests make it jump)."""
+    clock_jumps: list[int] = field(default_factory=list)
+    """Seconds the system clock jumped by, beyond the running time, while the interview ran."""
+    _wall_mark: tuple[float, float] | None = None
+
+    def __post_init__(self) -> None:
+        if self.clock is not time.monotonic and self.wall_clock is time.time:
+            self.wall_clock = self.clock  # an injected (test) clock is its own wall clock
 
     # ------------------------------------------------------------------ creation and persistence
 
     @classmethod
     def new(cls, lib: Library, minutes: float, focus: str | None = None, seed: int | None = None,
-            clock: Callable[[], float] = time.monotonic) -> MockSession:
-        """Plan and start a session."""
+            clock: Callable[[], float] = time.monotonic,
+            wall_clock: Callable[[], float] | None = None) -> MockSession:
+        """Plan and start a session (``wall_clock``: the system clock it watches for jumps)."""
         if minutes <= 0:
             raise ValueError("a mock interview needs a positive number of minutes")
         if focus is not None and focus not in lib.topics:
@@ -80,7 +110,10 @@ class MockSession:
         if not plan.items:
             raise ValueError("there are no questions to build a mock interview from")
         session = cls(minutes=minutes, focus=focus, seed=seed, plan=plan, clock=clock)
+        if wall_clock is not None:
+            session.wall_clock = wall_clock
         session._segment_start = clock()
+        session._mark_wall_clock()
         return session
 
     def to_state(self) -> dict[str, Any]:
@@ -92,7 +125,7 @@ class MockSession:
             "responses": {str(k): v for k, v in self.responses.items()},
             "elapsed_s": self.elapsed_s(), "status": self.status, "warned": self.warned,
             "started_at": self.started_at, "finished_reason": self.finished_reason,
-            "item_started_s": self.item_started_s,
+            "item_started_s": self.item_started_s, "clock_jumps": self.clock_jumps,
         }
 
     @classmethod
@@ -107,7 +140,7 @@ class MockSession:
             status="finished" if state.get("status") == "finished" else "paused",
             warned=list(state.get("warned", [])), started_at=state.get("started_at", _now_iso()),
             finished_reason=state.get("finished_reason"), item_started_s=float(state.get("item_started_s", 0.0)),
-            clock=clock,
+            clock=clock, clock_jumps=[int(j) for j in state.get("clock_jumps", [])],
         )
         return s
 
@@ -131,21 +164,52 @@ class MockSession:
         if self.status == "running":
             self.elapsed_before_s = self.elapsed_s()
             self._segment_start = None
+            self._wall_mark = None
             self.status = "paused"
 
     def resume(self) -> None:
         """Run the clock again."""
         if self.status == "paused":
             self._segment_start = self.clock()
+            self._mark_wall_clock()
             self.status = "running"
+
+    def _mark_wall_clock(self) -> None:
+        self._wall_mark = (self.clock(), self.wall_clock())
+
+    def _wall_clock_jump(self) -> int:
+        """How far the system clock jumped since the last tick, beyond the running time (0 when
+        it kept pace); the jump is noted in ``clock_jumps``."""
+        before = self._wall_mark
+        self._mark_wall_clock()
+        if before is None or self._wall_mark is None:
+            return 0
+        jump = (self._wall_mark[1] - before[1]) - (self._wall_mark[0] - before[0])
+        if abs(jump) < CLOCK_JUMP_S:
+            return 0
+        self.clock_jumps.append(int(round(jump)))
+        return self.clock_jumps[-1]
+
+    @property
+    def clock_note(self) -> str:
+        """What the timer did about the system clock, for the report ("" when it never jumped)."""
+        if not self.clock_jumps:
+            return ""
+        jumps = ", ".join(signed_duration(j) for j in self.clock_jumps)
+        return (f"the system clock jumped {jumps} during the interview (the computer slept, or its "
+                "clock was changed); the timer counts running time on a monotonic clock and "
+                "ignored it")
 
     def tick(self) -> list[Event]:
         """What the clock says now: each warning once, then ``expired`` (which finishes the session's
         answering; call :meth:`finish` to grade)."""
         if self.status != "running":
             return []
-        left = self.remaining_s()
         events = []
+        jump = self._wall_clock_jump()
+        if jump:
+            events.append(Event("clock", jump_s=jump))
+        left = self.remaining_s()
         for w in WARNINGS_S:
             if left <= w and w not in self.warned and w < self.total_s:
                 self.warned.append(w)

@@ -262,6 +262,8 @@ class MockScreen(Screen[None]):
         for event in s.tick():
             if event.kind == "warning":
                 self.app.notify(event.message, title="Mock interview", severity="warning", timeout=8)
+            elif event.kind == "clock":
+                self.app.notify(event.message, title="Mock interview", timeout=8)
             elif event.kind == "expired":
                 self.app.notify(event.message, title="Mock interview", severity="warning", timeout=8)
                 self._close_editor()

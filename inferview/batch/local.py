@@ -118,8 +118,8 @@ def _exit_on_term(signum: int, frame: object) -> None:
 def run_local(challenge: ChallengeRef, submissions: list[Submission], slots: list[Slot], *,
               device: str = "auto", seed: int | None = None, fail_fast: bool = False,
               retries: int = 1, on_done: DoneFn | None = None) -> list[BatchRow]:
-    """Grade every submission on ``slots``; a row per
-    submission, in the order they finished. ``on_done`` is called from the slot's thread."""
+    """Grade every submission on ``slots``; a row per submission, in the order they finished.
+    ``on_done`` is called from the slot's thread."""
     todo: queue.Queue[Submission] = queue.Queue()
     for sub in submissions:
         todo.put(sub)
@@ -165,10 +165,8 @@ def run_local(challenge: ChallengeRef, submissions: list[Submission], slots: lis
                             if attempts > retries:
                                 row = BatchRow.not_graded(
                                     sub, f"its grading process died ({_tries(attempts)})")
-                        elif isinstance(exc, Exception):  # on its row, never a verdict
+                        else:  # anything else: said on its row, never a verdict
                             row = BatchRow.not_graded(sub, _describe(exc))
-                        else:
-                            raise
                 finish(row)
         finally:
             if executor is not None:

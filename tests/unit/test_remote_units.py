@@ -169,3 +169,14 @@ def test_the_app_grades_where_the_settings_say(monkeypatch: pytest.MonkeyPatch) 
     assert isinstance(broken, Unusable)
     with pytest.raises(GradingUnavailable, match="not valid TOML"):
         broken.grade(None, Path("x.py"))  # type: ignore[arg-type]
+
+
+def test_remote_grading_and_doctor_import_no_torch_until_doctor_probes() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, inferview.remote.backend, inferview.remote.serve, inferview.machine, "
+            "inferview.commands.doctor, inferview.commands.grade, inferview.tui.services\n"
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

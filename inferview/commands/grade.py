@@ -99,14 +99,14 @@ def command(challenge_id: str, file: Path, as_json: bool, device: str, seed: int
                    no_record=no_record, fail_fast=fail_fast, events=events)
     if str(file) != STDIN:
         sys.exit(_grade(found, file, backend, shown=str(file), **options))
-    from inferview.remote.serve import stdin_submission
+    from inferview.remote.serve import check_stdin_name, stdin_submission
 
     try:
-        submission = stdin_submission(stdin_name)
+        check_stdin_name(stdin_name)
     except ValueError as exc:
         click.echo(f"inferview: {exc}", err=True)
         sys.exit(2)
-    with submission as path:
+    with stdin_submission(stdin_name) as path:
         code = _grade(found, path, backend, shown=STDIN, **options)
     sys.exit(code)
 

@@ -180,3 +180,13 @@ def test_remote_grading_and_doctor_import_no_torch_until_doctor_probes() -> None
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_grade_from_stdin_rejects_a_name_with_a_folder_in_one_line(capsys) -> None:
+    from inferview.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["grade", "kv-cache-size", "-", "--stdin-name", "../x.py"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err == "inferview: --stdin-name must be a plain file name, " \
+        "not '../x.py'\n"

@@ -49,3 +49,21 @@ async def test_the_app_grades_on_the_remote_and_escape_cancels_it(
         assert not screen.grading
         assert app.services.get_store().submissions("kv-cache-size") == []
     assert remote.wait_clean() == ([], []), "the remote left processes or files behind"
+
+
+async def test_an_unreachable_host_is_one_notification_and_nothing_recorded(
+        remote: Remote, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("INFERVIEW_REMOTE", "closed")
+    mine = tmp_path / "solution.py"
+    mine.write_text(RIGHT.read_text())
+    app = create_app(library=load_library(include_user=False), store_path=tmp_path / "p.sqlite3",
+                     initial=InitialChallenge("kv-cache-size", mine))
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.screen
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: not screen.grading, 30, "grading to end")
+        await settle(pilot)
+        said = [str(n.message) for n in app._notifications]
+        assert len(said) == 1 and "\n" not in said[0], said
+        assert said[0].startswith("cannot reach closed (ssh: connect to host 127.0.0.1"), said
+        assert app.services.get_store().submissions("kv-cache-size") == []

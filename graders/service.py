@@ -136,6 +136,11 @@ class Service:
 
 
 def main() -> None:
+    from inferview.graders.pool import POOL
+
+    # CPU workers are forked from a fork server that imports torch once, so the next ctrl+r after
+    # a grade finds a worker at once; patient: no spawned worker boots beside the booting server
+    POOL.fork = POOL.patient = True
     # stdout carries the protocol only: anything else printed goes to stderr
     proto = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1, encoding="utf-8")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())

@@ -159,18 +159,20 @@ def _write_error(path: Path, exc: sqlite3.Error) -> StoreError:
 
 def _remove_part(part: Path) -> None:
     """Remove a backup's ``.part`` and the journal SQLite may have left beside it."""
-    for side in ("", "-journal", "-wal", "-shm"):
-        with suppress(OSError):
+    for side in ("-journal", "-wal", "-shm", ""):  # the .part last: a kill midway leaves it,
+        with suppress(OSError):                    # and the next start removes the rest
             part.with_name(part.name + side).unlink()
 
 
 def _remove_stale_parts(folder: Path) -> None:
     """Remove the ``.part`` files of backups whose process is gone (killed mid-backup)."""
     try:
-        parts = list(folder.glob(f"*{PART_SUFFIX}"))
+        found = list(folder.glob(f"*{PART_SUFFIX}*"))
     except OSError:
         return
-    for part in parts:
+    # a .part, or a journal beside one (of a removal killed midway: its .part went first)
+    parts = {f.with_name(f.name[: f.name.rindex(PART_SUFFIX) + len(PART_SUFFIX)]) for f in found}
+    for part in sorted(parts):
         pid = part.name[: -len(PART_SUFFIX)].rpartition(".")[2]
         if pid.isdigit() and int(pid) != os.getpid() and _pid_alive(int(pid)):
             continue  # another process is writing it now

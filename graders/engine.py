@@ -20,7 +20,7 @@ import secrets
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -575,11 +575,16 @@ def grade(
     progress: ProgressFn | None = None,
     cancel: Any = None,
     fail_fast: bool = False,
+    only: Collection[str] | None = None,
 ) -> GradeResult:
     """Grade ``submission`` against ``challenge`` (loaded, or its folder).
 
     ``fail_fast`` stops at the first check that fails or errs: the rest are ``skipped`` ("not run"),
     so the verdict is that check's (``failed`` or ``error``) and the run is quicker.
+
+    ``only`` runs just the checks of those names (the rest are ``skipped``): for proving that a
+    named check catches a known mistake. Such a run is never a verdict on the submission, so
+    nothing records it; one whose checks all pass has verdict ``error``.
 
     ``progress(done, total, check_name)`` is called before each check; ``cancel`` is a callable
     returning ``True`` (or an object with ``is_set()``) to stop: the run then ends with verdict
@@ -629,7 +634,7 @@ def grade(
     runner.spawn()
     try:
         return _grade_with(runner, ch, source, filename, backend, run_seed, progress, cancel_fn,
-                           finish, fail_fast)
+                           finish, fail_fast, frozenset(only) if only is not None else None)
     except BaseException:
         runner.close()
         raise
@@ -637,7 +642,8 @@ def grade(
 
 def _grade_with(runner: _Runner, ch: LoadedChallenge, source: str, filename: str, backend: str,
                 run_seed: int, progress: ProgressFn | None, cancel_fn: Callable[[], bool] | None,
-                finish: Callable[..., GradeResult], fail_fast: bool = False) -> GradeResult:
+                finish: Callable[..., GradeResult], fail_fast: bool = False,
+                only: frozenset[str] | None = None) -> GradeResult:
     spec = ch.spec
     # 1. syntax, in the supervisor (compiling runs nothing)
     try:
@@ -721,6 +727,9 @@ def _grade_with(runner: _Runner, ch: LoadedChallenge, source: str, filename: str
         if fail_fast and any(r.status in ("failed", "error") for r in results):
             results.append(CheckResult(cinfo.name, "skipped", FAIL_FAST_SKIP))
             continue
+        if only is not None and cinfo.name not in only:
+            results.append(CheckResult(cinfo.name, "skipped", ONLY_SKIP))
+            continue
         hseed = (run_seed * 1009 + index) % (2**32)
         try:
             res = _run_one(fn, cinfo, ctx, hseed, runner.deadline - time.monotonic())
@@ -767,9 +776,13 @@ def _grade_with(runner: _Runner, ch: LoadedChallenge, source: str, filename: str
     if not results:
         verdict = "error"
         results.append(CheckResult(LOAD_CHECK, "error", "the challenge defines no checks"))
+    if only is not None and verdict == "passed":
+        verdict = "error"  # the checks not run may fail: a partial run never passes
     return finish(verdict, results, runner)
 
 
+ONLY_SKIP = "not run: only the named checks were run"
+"""Why a check did not run, with ``only``."""
 FAIL_FAST_SKIP = "not run: --fail-fast stopped at the first failing check"
 """Why a check after the first failure did not run, with ``fail_fast``."""
 KNOCK_ON = "(this may follow from the first failing check above: fix that one first)"

@@ -71,6 +71,15 @@ def grade_like_cli(capsys: pytest.CaptureFixture, challenge: Path, file: Path,
     return int(exc.value.code or 0), json.loads(lines[0])
 
 
+def _grade_only(challenge: Path, file: Path, check: str):
+    """The engine on ``file`` with only the check named ``check`` run (the meta-test's seed)."""
+    from inferview.graders import engine
+
+    names = {info.name for info, _ in engine.load_checks(engine.as_challenge(challenge))}
+    assert check in names, f"expected.yaml names a check {check!r} that {challenge.name} lacks"
+    return engine.grade(challenge, file, device="auto", seed=_seed(file), only={check})
+
+
 def _summary(result: dict) -> str:
     rows = [f"verdict {result['verdict']} (seed {result['seed']})"]
     for c in result["checks"]:
@@ -95,11 +104,20 @@ def test_wrong_solution_gets_its_verdict(capsys, challenge: Path, file: Path) ->
     spec = _expected(challenge).get(file.name) or {}
     want = spec.get("verdict", "failed")
     # First with --fail-fast, as fast as a run gets: when it stops at the check expected to catch
-    # the mistake, with the expected verdict, that is proof enough; otherwise the whole run decides.
+    # the mistake, with the expected verdict, that is proof enough.
     code, result = grade_like_cli(capsys, challenge, file, "--fail-fast")
     first = next((c for c in result["checks"] if c["status"] in ("failed", "error")), None)
-    if (want == "failed" and result["verdict"] == want and code == 1 and first is not None
+    if (result["verdict"] == want and code == 1 and first is not None
             and spec.get("check") in (None, first["name"])):
+        return
+    if result["verdict"] == want == "failed" and code == 1 and spec.get("check"):
+        # An earlier check caught it first (a right verdict): the expected check must catch it
+        # too, run alone with the same seed.
+        alone = _grade_only(challenge, file, spec["check"])
+        [named] = [c for c in alone.checks if c.name == spec["check"]]
+        assert named.status in ("failed", "error"), (
+            f"expected the check {spec['check']!r} to catch it, alone: {named.status} "
+            f"{named.message[:600]}\nthe first failing check was {first and first['name']!r}")
         return
     code, result = grade_like_cli(capsys, challenge, file)
     assert result["verdict"] == want, _summary(result)

@@ -27,16 +27,10 @@ if TYPE_CHECKING:
 def command(as_json: bool, remote: str | None, remote_command: str | None) -> None:
     """Show inferview's version, Python, torch, CUDA and GPUs, and Triton; with --remote HOST
     (or INFERVIEW_REMOTE), those of HOST, after checking it runs the same inferview version."""
-    from inferview.grading import GradingUsageError
     from inferview.machine import probe
-    from inferview.remote.config import resolve
-    from inferview.settings import SettingsError
+    from inferview.remote.config import resolve_or_exit
 
-    try:
-        config = resolve(remote, remote_command)
-    except (SettingsError, GradingUsageError) as exc:
-        click.echo(f"inferview: {exc}", err=True)
-        sys.exit(2)
+    config = resolve_or_exit(remote, remote_command)
     if config is None:
         _show(probe(), as_json)
         return

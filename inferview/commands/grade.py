@@ -114,16 +114,10 @@ def command(challenge_id: str, file: Path, as_json: bool, device: str, seed: int
 def backend_for(remote: str | None, remote_command: str | None) -> Any:
     """The backend that ``--remote``/``--remote-command`` and the settings choose: an
     ``SSHBackend``, or the local engine. A bad setting ends with one line and status 2."""
-    from inferview.grading import GradingUsageError
-    from inferview.remote.config import resolve
-    from inferview.settings import SettingsError
+    from inferview.remote.config import resolve_or_exit
     from inferview.submit import LocalBackend
 
-    try:
-        config = resolve(remote, remote_command)
-    except (SettingsError, GradingUsageError) as exc:
-        click.echo(f"inferview: {exc}", err=True)
-        sys.exit(2)
+    config = resolve_or_exit(remote, remote_command)
     if config is None:
         return LocalBackend()
     from inferview.remote.backend import SSHBackend

@@ -87,6 +87,15 @@ def resolve(host: str | None = None, command: str | None = None) -> RemoteConfig
     return RemoteConfig(host, command, ssh)
 
 
+def resolve_or_exit(host: str | None, command: str | None) -> RemoteConfig | None:
+    """:func:`resolve` for a command: a broken setting or host ends with one line, status 2."""
+    try:
+        return resolve(host, command)
+    except (settings.SettingsError, GradingUsageError) as exc:
+        click.echo(f"inferview: {exc}", err=True)
+        raise SystemExit(2) from None
+
+
 def remote_options(func: F) -> F:
     """``--remote HOST`` and ``--remote-command CMD``, the same on every command that grades."""
     func = click.option(

@@ -7,7 +7,10 @@ answer with a wrong claim added). It was split into ``tune.jsonl`` and ``test.js
 rubric was tuned on it (``split.py``); rubrics are tuned on the tune split only, which also takes
 ``dev.jsonl`` (answers written later by other writers, first used to measure how far the tune
 figures generalise) and ``claims.jsonl`` (wrong and appended answers only, many mistakes per
-question, for the error catalogues). ``holdout.jsonl`` is a second held-out set (720 answers by yet
+question, for the error catalogues) and ``dev2.jsonl`` (1,556 answers by six more writers who saw
+the prompts only: every open question, the 2026 topics with all five kinds; measured once as it
+came in, before any tuning on it: wrong 34.9 %, appended 20.6 %, complete passed 90.0 %, term-only
+passed 21.2 %). ``holdout.jsonl`` is a second held-out set (720 answers by yet
 other writers, all five kinds), written before the error catalogues' second round and never tuned
 on: like the test split, it is only ever measured. ``newtopics.jsonl`` (528 answers, all five
 kinds, by two more writers who saw the prompts only) covers the eight topics added for 2026, which
@@ -58,9 +61,10 @@ class Outcome:
         return self.verdict != "pass"
 
 
-TUNE_FILES = ("tune", "dev", "claims")
-"""What rubrics are tuned on: the tune split, a second set of answers written later (dev), and a set
-of wrong claims only (claims). The test split is none of them."""
+TUNE_FILES = ("tune", "dev", "claims", "dev2")
+"""What rubrics are tuned on: the tune split, a second set of answers written later (dev), a set
+of wrong claims only (claims), and a third round by six more writers (dev2) that also covers the
+2026 topics. The test split is none of them."""
 
 
 def load(split: str) -> list[dict]:
@@ -110,7 +114,7 @@ def table(outcomes: list[Outcome]) -> dict[str, tuple[int, int]]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--split", choices=["test", "holdout", "newtopics", "tune", "dev", "claims"], default="test")
+    ap.add_argument("--split", choices=["test", "holdout", "newtopics", "tune", "dev", "claims", "dev2"], default="test")
     ap.add_argument("--topic", help="only the questions of this topic")
     ap.add_argument("--id", help="only this question")
     ap.add_argument("--show", choices=["complete", "partial", "wrong", "term-only", "appended", "all"],

@@ -3,7 +3,7 @@ errors of one topic's questions (its catalogue and the questions' own misconcept
 
     python benchmarks/answers/cross_check.py TOPIC
 
-Correct texts: the tune-side corpus's complete answers (``tune``, ``dev``), and every bank's model
+Correct texts: the tune-side corpus's complete answers (``tune``, ``dev``, ``dev2``), and every bank's model
 answers and good examples. A hit means an error pattern matches something a correct answer says;
 fix the pattern (the test split is not read).
 """
@@ -20,7 +20,7 @@ HERE = Path(__file__).resolve().parent
 
 def correct_texts(lib) -> list[tuple[str, str]]:
     out = []
-    for name in ("tune", "dev"):
+    for name in ("tune", "dev", "dev2"):
         path = HERE / f"{name}.jsonl"
         if path.exists():
             for line in path.read_text(encoding="utf-8").splitlines():

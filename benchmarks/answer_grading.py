@@ -124,14 +124,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.show and args.split in ("test", "holdout", "newtopics"):
         ap.error("--show works on the tune split only: the held-out splits stay unseen")
     records = load(args.split)
-    outcomes = grade_all(records)
     if args.topic:
         from inferview.content.loader import load_library
 
-        lib = load_library(include_user=False)
-        outcomes = [o for o in outcomes if lib.questions[o.record["id"]].topic == args.topic]
+        questions = load_library(include_user=False).questions
+        records = [r for r in records if r["id"] in questions and questions[r["id"]].topic == args.topic]
     if args.id:
-        outcomes = [o for o in outcomes if o.record["id"] == args.id]
+        records = [r for r in records if r["id"] == args.id]
+    outcomes = grade_all(records)
     rows = table(outcomes)
     if args.json:
         print(json.dumps({k: {"hits": a, "of": n, "share": a / n if n else None} for k, (a, n) in rows.items()}))

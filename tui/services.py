@@ -115,6 +115,18 @@ class Services:
                 self._backend = SSHBackend(self.remote)
         return self._backend if self._backend is not None else ServiceBackend(self.get_grader())
 
+    def warm_grading(self, folder: Any) -> None:
+        """Start the local grading service (if it is where grading happens) and warm a worker for
+        the challenge in ``folder``, so that the first ``ctrl+r`` finds torch already imported
+        there. Blocking: call it from a thread worker. Nothing to warm for a remote backend."""
+        from inferview.submit import ServiceBackend
+
+        if not isinstance(self.get_backend(), ServiceBackend):
+            return
+        prepare = getattr(self.get_grader(), "prepare", None)
+        if prepare is not None:
+            prepare(folder)
+
     def get_judge(self) -> Any:
         """The judge's config, or None; a broken settings file is reported in ``judge_problem``
         and grading falls back to the rubric."""

@@ -401,3 +401,15 @@ async def test_a_wide_code_block_in_the_statement_scrolls_sideways_instead_of_be
         await settle(pilot)
         assert fence.scroll_x == fence.max_scroll_x  # the end of the line can be read
         assert "    return q" in fence.code  # indentation kept, not re-wrapped
+
+
+async def test_opening_the_list_starts_warming_the_grader(app_factory) -> None:
+    """The list is where a challenge gets picked: the grading service starts warming there, so
+    its torch import runs while the candidate reads, not after the first ctrl+r."""
+    client = FakeGradingClient()
+    app = app_factory(grading_client=client)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("c")
+        await settle(pilot)
+        assert isinstance(app.screen, ChallengesScreen)
+        assert [Path(p).name for p in client.prepared] == ["demo-sum"]

@@ -163,14 +163,7 @@ class ChallengeScreen(Screen["Outcome | None"]):
     @work(thread=True, exclusive=True, exit_on_error=False, group="prepare")
     def _prepare(self) -> None:
         """Warm the grading service for this challenge (imports torch there, not here)."""
-        from inferview.submit import ServiceBackend
-
-        if not isinstance(self.app.services.get_backend(), ServiceBackend):
-            return  # graded elsewhere (over SSH): nothing to warm here
-        client = self.app.services.get_grader()
-        prepare = getattr(client, "prepare", None)
-        if prepare is not None:
-            prepare(self.challenge.folder)
+        self.app.services.warm_grading(self.challenge.folder)
 
     # ------------------------------------------------------------------ the file on disk
 

@@ -4,6 +4,7 @@ the backend it was graded on, and the highlighted challenge's id for the CLI."""
 from __future__ import annotations
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
@@ -35,6 +36,16 @@ class ChallengesScreen(Screen[None]):
             table.add_column(label, key=key)
         self.refresh_data()
         table.focus()
+        self._warm_grading()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="prepare")
+    def _warm_grading(self) -> None:
+        """Whoever opens the list is about to open a challenge: start the grading service now, so
+        that its torch import runs while a challenge is picked and read (the first challenge's
+        worker serves any CPU challenge)."""
+        challenges = self.app.services.get_library().challenges_in_order()
+        if challenges:
+            self.app.services.warm_grading(challenges[0].folder)
 
     def on_screen_resume(self) -> None:
         self.refresh_data()

@@ -184,10 +184,13 @@ class Submission:
         return name in self._names
 
     def call(self, name: str, *args: Any, allow_mutation: bool = False,
-             timeout: float | None = None, **kwargs: Any) -> Any:
-        """Call a module-level function of the submission and return its decoded result."""
+             timeout: float | None = None, track_ops: bool = False, **kwargs: Any) -> Any:
+        """Call a module-level function of the submission and return its decoded result.
+        ``track_ops``: count its torch ops and their largest result (``last_call_stats``) even
+        when the challenge forbids nothing (the tracking slows the call down)."""
         return self._invoke("call", name, args, kwargs, target=None,
-                            allow_mutation=allow_mutation, timeout=timeout, label=name)
+                            allow_mutation=allow_mutation, timeout=timeout, label=name,
+                            track_ops=track_ops)
 
     def new(self, class_name: str, *args: Any, timeout: float | None = None,
             **kwargs: Any) -> Remote:
@@ -199,15 +202,17 @@ class Submission:
     def last_call_stats(self) -> dict[str, Any]:
         """``{"triton_launches": int, "torch_ops": {op: count}, "max_numel": int}`` for the last
         call; ``max_numel`` is the element count of the largest tensor any torch op produced during
-        it (tracked when the challenge forbids an API or requires Triton). After a method call on a
+        it (tracked when the challenge forbids an API or requires Triton, or the call asked for
+        it with ``track_ops=True``). After a method call on a
         :class:`Remote`, ``aliases`` lists the result's tensors (``"result[0]"``...) that share
         storage with a tensor the object keeps: views into its state."""
         return self._channel.request("stats", {}, timeout=None, describe="stats")
 
     def _invoke(self, op: str, name: str, args: tuple, kwargs: dict, *, target: int | None,
-                timeout: float | None, label: str, allow_mutation: bool = False) -> Any:
+                timeout: float | None, label: str, allow_mutation: bool = False,
+                track_ops: bool = False) -> Any:
         payload = {"name": name, "target": target, "args": list(args), "kwargs": dict(kwargs),
-                   "allow_mutation": allow_mutation}
+                   "allow_mutation": allow_mutation, "track_ops": track_ops}
         return self._channel.request(op, payload, timeout=timeout,
                                      describe=_describe_call(label, args, kwargs))
 

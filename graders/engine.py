@@ -404,6 +404,8 @@ class _Runner(_Channel):
             header["target"] = payload.get("target")
             header["args"] = [enc.value(a) for a in payload.get("args", [])]
             header["kwargs"] = enc.value(dict(payload.get("kwargs", {})))
+            if payload.get("track_ops"):
+                header["track_ops"] = True
         elif op == "has":
             header["name"] = payload["name"]
         deadline = self.deadline

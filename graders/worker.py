@@ -107,6 +107,8 @@ class Worker:
         self.opaque: dict[tuple[str, str], Any] = {}
         self.next_handle = 1
         self.guard_cls: Any = None
+        self.tracking_cls: Any = None
+        """The op-tracking mode for a call that asks for it when the challenge installs none."""
         self.last_stats: dict[str, Any] = {"triton_launches": 0, "torch_ops": {}}
 
     # -- channel -----------------------------------------------------------------------------
@@ -186,11 +188,15 @@ class Worker:
         }}
 
     # -- running submission code ----------------------------------------------------------------
-    def guarded(self, fn: Any, *args: Any, _in_call: bool = True, **kwargs: Any) -> Any:
+    def guarded(self, fn: Any, *args: Any, _in_call: bool = True, _track: bool = False,
+                **kwargs: Any) -> Any:
         _State.triton_launches = 0
         _State.torch_ops = {}
         _State.max_numel = 0
-        mode = self.guard_cls() if self.guard_cls is not None else None
+        guard_cls = self.guard_cls
+        if guard_cls is None and _track:  # asked for by this call alone (``track_ops``)
+            guard_cls = self.tracking_cls = self.tracking_cls or _make_dispatch_mode(self.torch)
+        mode = guard_cls() if guard_cls is not None else None
         _State.active = True
         _State.in_call = _in_call
         cuda = self.torch.cuda.is_initialized()
@@ -378,7 +384,7 @@ class Worker:
                 value = self.guarded(getattr, target, req["name"])
             else:
                 fn = self.resolve(req)
-                value = self.guarded(fn, *args, **kwargs)
+                value = self.guarded(fn, *args, _track=bool(req.get("track_ops")), **kwargs)
                 if req.get("target") is not None:
                     try:  # reads the object's state statically: no submission code runs here
                         aliases = self._aliases(value, self.objects[int(req["target"])])

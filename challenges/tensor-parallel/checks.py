@@ -405,6 +405,36 @@ def attn_large_scores(ctx: Ctx, c: dict) -> None:
     expect_within(got, _attn_exact(x, w, c["d"]), bound, torch.float32, "attention_forward output")
 
 
+@check("tp_mlp and tp_attention work rank by rank and never rebuild a whole weight", max_examples=3,
+       hint="Each rank multiplies the full x by its own shard and nothing else; concatenating the "
+            "shards back into the unsharded weights (then splitting the result) gives the same "
+            "numbers, but it is the one thing tensor parallelism exists to avoid: no GPU holds them.")
+@given(n=st.sampled_from([4, 8]), seed=gs.seeds())
+@example(n=4, seed=0)
+def no_whole_weight(ctx: Ctx, n: int, seed: int) -> None:
+    """Shapes where every tensor a rank-by-rank block makes (one rank's activations, its fused
+    gate-and-up or q-k-v shard, the N partial sums) is smaller than one whole weight: one token,
+    an intermediate size 8 N, query heads 2 N."""
+    mc = {"b": 1, "t": 1, "h": 16, "n": n, "i": 8 * n, "seed": seed}
+    ac = {"b": 1, "t": 2, "h": 16, "d": 8, "hq": 2 * n, "hkv": n, "n": n, "seed": seed}
+    for name, c, shards, extra, whole in (
+            ("tp_mlp", mc, ref.shard_mlp(*_mlp(mc, torch.float32, ctx.device), n), (),
+             mc["i"] * mc["h"]),
+            ("tp_attention", ac, ref.shard_attention(*_attn(ac, torch.float32, ctx.device),
+                                                     ac["hq"], ac["hkv"], n), (ac["d"],),
+             ac["hq"] * ac["d"] * ac["h"])):
+        ctx.note(f"{name}: N={n}, x of shape {(c['b'], c['t'], c['h'])}, a whole weight has {whole} "
+                 "elements")
+        _pair(ctx.sub.call(name, _x(c, torch.float32, ctx.device), shards, *extra, track_ops=True),
+              name)
+        largest = int(ctx.sub.last_call_stats().get("max_numel", -1))
+        if largest <= 0:
+            raise RuntimeError(f"the grader saw no tensor op during {name} (op tracking is off)")
+        expect(largest < whole, f"{name} produced a tensor of {largest} elements, as large as a "
+               f"whole unsharded weight ({whole}): the shards were put back together instead of "
+               "each rank computing with its own")
+
+
 # ----------------------------------------------------------------------------------------------
 # Communication
 # ----------------------------------------------------------------------------------------------

@@ -10,7 +10,8 @@
 3. The way a candidate gets there: Home, the challenge list (which starts the grading service),
    ``--read`` seconds on it, then ``kv-cache-size`` opened and ``ctrl+r`` at once.
 
-Run: ``python benchmarks/tui_startup.py [--runs 5] [--skip-grading]``. Prints one line per number.
+Run: ``python benchmarks/tui_startup.py [--runs 5] [--skip-grading] [--read 3]``. Prints one line per
+number.
 """
 
 from __future__ import annotations
